@@ -1,0 +1,38 @@
+"""Shared CLI plumbing: settings from the global options, connections, clean errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import typer
+from rich.console import Console
+
+from tortus_pg.config import Settings, load_settings
+from tortus_pg.db import connect, database_url
+from tortus_pg.migrate import require_current
+
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def settings(ctx: typer.Context) -> Settings:
+    """Settings built once by the root callback."""
+    value = ctx.find_root().obj
+    assert isinstance(value, Settings)
+    return value
+
+
+def build_settings(workspace: Path | None, database_url_: str | None, tenant: str | None) -> Settings:
+    return load_settings(workspace, {"database_url": database_url_, "tenant": tenant})
+
+
+@contextmanager
+def owner_connection(ctx: typer.Context, *, migrated: bool = True) -> Iterator[psycopg.Connection]:
+    """A connection as the owner role; commits on success, rolls back on error."""
+    with connect(database_url(settings(ctx))) as conn:
+        if migrated:
+            require_current(conn)
+        yield conn

@@ -1,0 +1,81 @@
+"""The `tortus-pg` command: thin wrappers over the tortus_pg library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tortus_pg import migrate, tenants
+from tortus_pg.config import CONFIG_FILE, DEFAULT_TOML, Settings
+from tortus_pg.db import connect, database_url, redact
+from tortus_pg.doctor import run_checks
+from tortus_pg.errors import TortusError
+
+from . import db, tenants as tenant_cli
+from .context import build_settings, console, err_console, settings
+
+app = typer.Typer(
+    help="tortus-pg: Postgres-native retrieval for explainable multi-hop RAG.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(db.app, name="db")
+app.add_typer(tenant_cli.tenant_app, name="tenant")
+app.add_typer(tenant_cli.key_app, name="key")
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    workspace: Path = typer.Option(None, "--workspace", "-w", help="Workspace directory [env: TORTUS_HOME; default: current directory]."),
+    database_url_: str = typer.Option(None, "--database-url", help="PostgreSQL URL [env: TORTUS_DATABASE_URL; default: the embedded server]."),
+    tenant: str = typer.Option(None, "--tenant", "-t", help="Tenant id [env: TORTUS_TENANT; default: default]."),
+) -> None:
+    """Postgres-native retrieval for explainable multi-hop RAG."""
+    ctx.obj = build_settings(workspace, database_url_, tenant)
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create the workspace (tortus.toml), the database and the default tenant; safe to re-run."""
+    s: Settings = settings(ctx)
+    s.workspace.mkdir(parents=True, exist_ok=True)
+    toml = s.workspace / CONFIG_FILE
+    if not toml.exists():
+        toml.write_text(DEFAULT_TOML, encoding="utf-8")
+        console.print(f"wrote {toml}")
+    url = database_url(s)
+    reached = migrate.upgrade(url)
+    with connect(url) as conn:
+        created = tenants.create_tenant(conn, s.tenant)
+        conn.commit()
+    console.print(f"database {redact(url)} at revision {reached}")
+    console.print(f"tenant {s.tenant} {'created' if created else 'ready'}")
+    console.print("next: `tortus-pg doctor`")
+
+
+@app.command()
+def doctor(ctx: typer.Context) -> None:
+    """Check versions, extensions, migrations, roles, row-level security and indexes."""
+    s = settings(ctx)
+    with connect(database_url(s)) as conn:
+        checks = run_checks(conn, s.embedding_dim)
+    failed = False
+    for check in checks:
+        mark = "[green]ok[/]" if check.ok else ("[red]FAIL[/]" if check.required else "[yellow]warn[/]")
+        console.print(f"{mark:>16}  {check.name:<20} {check.detail}")
+        if not check.ok:
+            console.print(f"{'':>6}fix: {check.fix}")
+            failed = failed or check.required
+    if failed:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console entry point: library errors become one clean line and exit code 1."""
+    try:
+        app()
+    except TortusError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise SystemExit(1) from None

@@ -1,0 +1,76 @@
+"""`tortus-pg tenant …` and `tortus-pg key …`."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from tortus_pg import tenants
+
+from .context import console, owner_connection
+
+tenant_app = typer.Typer(help="Create, list and delete tenants.", no_args_is_help=True)
+key_app = typer.Typer(help="Create and revoke API keys.", no_args_is_help=True)
+
+
+@tenant_app.command("create")
+def tenant_create(
+    ctx: typer.Context,
+    tenant_id: str = typer.Argument(..., help="Lowercase id: letters, digits, '-' and '_'."),
+    name: str = typer.Option(None, help="Display name (defaults to the id)."),
+) -> None:
+    """Create a tenant (no-op if it exists)."""
+    with owner_connection(ctx) as conn:
+        created = tenants.create_tenant(conn, tenant_id, name)
+        conn.commit()
+    console.print(f"tenant {tenant_id} {'created' if created else 'already exists'}")
+
+
+@tenant_app.command("list")
+def tenant_list(ctx: typer.Context) -> None:
+    """List tenants with their source and node counts."""
+    with owner_connection(ctx) as conn:
+        rows = tenants.list_tenants(conn)
+    table = Table("tenant", "name", "sources", "nodes", "created")
+    for t in rows:
+        table.add_row(t.tenant_id, t.name, str(t.sources), str(t.nodes), f"{t.created_at:%Y-%m-%d %H:%M}")
+    console.print(table)
+
+
+@tenant_app.command("delete")
+def tenant_delete(
+    ctx: typer.Context,
+    tenant_id: str = typer.Argument(...),
+    yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
+) -> None:
+    """Delete a tenant and everything it owns."""
+    if not yes:
+        typer.confirm(f"Delete tenant {tenant_id} and all its data?", abort=True)
+    with owner_connection(ctx) as conn:
+        tenants.delete_tenant(conn, tenant_id)
+        conn.commit()
+    console.print(f"tenant {tenant_id} deleted")
+
+
+@key_app.command("create")
+def key_create(
+    ctx: typer.Context,
+    tenant_id: str = typer.Argument(...),
+    scope: list[str] = typer.Option(["query"], "--scope", help="query, ingest or admin; repeat for several."),
+    label: str = typer.Option("", help="A note to recognise the key by."),
+) -> None:
+    """Create an API key; it is shown once, only its hash is stored."""
+    with owner_connection(ctx) as conn:
+        new = tenants.create_key(conn, tenant_id, scope, label)
+        conn.commit()
+    console.print(f"key {new.key_id} for {new.tenant_id} (scopes: {', '.join(new.scopes)}); store it now, it is not shown again:")
+    print(new.key)
+
+
+@key_app.command("revoke")
+def key_revoke(ctx: typer.Context, tenant_id: str = typer.Argument(...), key_id: int = typer.Argument(...)) -> None:
+    """Revoke an API key by id."""
+    with owner_connection(ctx) as conn:
+        tenants.revoke_key(conn, tenant_id, key_id)
+        conn.commit()
+    console.print(f"key {key_id} of {tenant_id} revoked")

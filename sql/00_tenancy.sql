@@ -1,0 +1,34 @@
+-- Tenant context and API-key authentication.
+
+create or replace function tortus.current_tenant() returns text
+language sql stable parallel safe
+return nullif(current_setting('tortus.tenant', true), '');
+
+comment on function tortus.current_tenant() is
+'The tenant this transaction is scoped to (set with set_config(''tortus.tenant'', id, true)), '
+'or NULL when none is set; row-level security shows no tenant rows then.';
+
+create or replace function tortus.key_hash(api_key text) returns text
+language sql immutable strict parallel safe
+return encode(sha256(convert_to(api_key, 'UTF8')), 'hex');
+
+comment on function tortus.key_hash(text) is
+'SHA-256 (hex) of an API key as stored in tortus.api_key.key_hash; keys are random 256-bit '
+'secrets, so a fast hash is enough and the plain key is never stored.';
+
+create or replace function tortus.authenticate(api_key text)
+returns table (tenant_id text, key_id bigint, scopes text[])
+language sql stable strict security definer
+set search_path = pg_catalog
+as $$
+    select k.tenant_id, k.key_id, k.scopes
+    from tortus.api_key k
+    where k.key_hash = tortus.key_hash(api_key) and k.revoked_at is null
+$$;
+
+comment on function tortus.authenticate(text) is
+'The tenant, key id and scopes of a valid, unrevoked API key (no row otherwise). Runs as the '
+'schema owner because the caller does not yet know its tenant.';
+
+revoke all on function tortus.authenticate(text) from public;
+grant execute on function tortus.authenticate(text) to tortus_app;

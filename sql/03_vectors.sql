@@ -1,0 +1,22 @@
+-- Vector indexes: one HNSW index per embedding dimension in use.
+
+create or replace function tortus.ensure_vector_index(dim integer) returns text
+language plpgsql
+set search_path = pg_catalog
+as $$
+declare
+    name text := format('node_embedding_%s_hnsw', dim);
+begin
+    if dim < 1 or dim > 2000 then
+        raise exception 'HNSW indexes support 1 to 2000 dimensions, got %', dim using errcode = '22023';
+    end if;
+    execute format(
+        'create index if not exists %I on tortus.node using hnsw ((embedding::vector(%s)) vector_cosine_ops) '
+        'where vector_dims(embedding) = %s', name, dim, dim);
+    return name;
+end
+$$;
+
+comment on function tortus.ensure_vector_index(integer) is
+'Create (if missing) the HNSW cosine index for nodes whose embeddings have this dimension; '
+'returns the index name. Queries must use embedding::vector(dim) and the same predicate.';

@@ -1,0 +1,83 @@
+"""Connections, the database URL, and the one helper that sets tenant context."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from tortus_pg import embedded
+from tortus_pg.config import Settings
+from tortus_pg.errors import DatabaseUnavailable, InvalidInput, TenantNotFound
+
+APP_ROLE = "tortus_app"
+ANALYST_ROLE = "tortus_analyst"
+ADMIN_ROLE = "tortus_admin"
+TENANT_SETTING = "tortus.tenant"
+TENANT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+Role = Literal["app", "analyst"]
+_ROLE_SQL = {"app": f"set local role {APP_ROLE}", "analyst": f"set local role {ANALYST_ROLE}"}
+
+
+def database_url(settings: Settings) -> str:
+    """The configured URL, or the embedded server's (bootstrapped on first use)."""
+    if settings.database_url:
+        return settings.database_url
+    return embedded.bootstrap(settings.pgdata)
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced, for messages."""
+    return re.sub(r"(//[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
+    """Open a connection; pgvector types are registered when the extension exists."""
+    try:
+        conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "no reason given"
+        raise DatabaseUnavailable(
+            f"cannot connect to {redact(url)}: {reason}\n"
+            "Check TORTUS_DATABASE_URL (or database_url in tortus.toml), "
+            "or unset it to use the embedded server."
+        ) from None
+    except psycopg.ProgrammingError as exc:
+        raise DatabaseUnavailable(f"invalid database URL {redact(url)}: {exc}") from None
+    if conn.execute("select 1 from pg_type where typname = 'vector'").fetchone():
+        register_vector(conn)
+    if not autocommit:
+        conn.rollback()
+    return conn
+
+
+def check_tenant_id(tenant: str) -> str:
+    """Validate a tenant id (lowercase slug), returning it."""
+    if not TENANT_ID.match(tenant):
+        raise InvalidInput(
+            f"invalid tenant id {tenant!r}: use 1-63 lowercase letters, digits, '-' or '_'"
+        )
+    return tenant
+
+
+@contextmanager
+def tenant_scope(
+    conn: psycopg.Connection, tenant: str, *, role: Role = "app"
+) -> Iterator[psycopg.Connection]:
+    """Run a transaction as the application (or analyst) role, scoped to one tenant.
+
+    Both the role and the tenant are transaction-local (`SET LOCAL`), so nothing leaks to
+    the next user of a pooled connection. Row-level security does the filtering.
+    """
+    check_tenant_id(tenant)
+    with conn.transaction():
+        conn.execute(_ROLE_SQL[role])
+        conn.execute("select set_config(%s, %s, true)", [TENANT_SETTING, tenant])
+        if conn.execute("select 1 from tortus.tenant").fetchone() is None:
+            raise TenantNotFound(f"no tenant {tenant!r}; create it with `tortus-pg tenant create {tenant}`")
+        yield conn

@@ -1,0 +1,99 @@
+"""Tenants and API keys (administrative: runs as the owner role, across tenants)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+from psycopg.rows import class_row
+
+from tortus_pg.db import check_tenant_id
+from tortus_pg.errors import InvalidInput, TenantNotFound
+
+KEY_PREFIX = "tpg_"
+SCOPES = frozenset({"query", "ingest", "admin"})
+
+
+@dataclass(frozen=True)
+class Tenant:
+    tenant_id: str
+    name: str
+    created_at: datetime
+    sources: int
+    nodes: int
+
+
+@dataclass(frozen=True)
+class NewKey:
+    tenant_id: str
+    key_id: int
+    key: str
+    scopes: list[str]
+
+
+def create_tenant(conn: psycopg.Connection, tenant_id: str, name: str | None = None) -> bool:
+    """Create a tenant; return False if it already existed."""
+    check_tenant_id(tenant_id)
+    row = conn.execute(
+        "insert into tortus.tenant (tenant_id, name) values (%s, %s) "
+        "on conflict (tenant_id) do nothing returning tenant_id",
+        [tenant_id, name or tenant_id],
+    ).fetchone()
+    return row is not None
+
+
+def list_tenants(conn: psycopg.Connection) -> list[Tenant]:
+    """All tenants with their source and node counts."""
+    with conn.cursor(row_factory=class_row(Tenant)) as cur:
+        return cur.execute(
+            """
+            select t.tenant_id, t.name, t.created_at,
+                   (select count(*) from tortus.source s where s.tenant_id = t.tenant_id) as sources,
+                   (select count(*) from tortus.node n where n.tenant_id = t.tenant_id) as nodes
+            from tortus.tenant t order by t.tenant_id
+            """
+        ).fetchall()
+
+
+def delete_tenant(conn: psycopg.Connection, tenant_id: str) -> None:
+    """Delete a tenant and, by cascade, every row it owns."""
+    check_tenant_id(tenant_id)
+    if conn.execute("delete from tortus.tenant where tenant_id = %s returning 1", [tenant_id]).fetchone() is None:
+        raise TenantNotFound(f"no tenant {tenant_id!r}")
+
+
+def create_key(conn: psycopg.Connection, tenant_id: str, scopes: list[str], label: str = "") -> NewKey:
+    """Create an API key; the plain key is returned once and only its hash is stored."""
+    check_tenant_id(tenant_id)
+    unknown = sorted(set(scopes) - SCOPES)
+    if unknown or not scopes:
+        raise InvalidInput(f"unknown scopes {unknown}; choose from {sorted(SCOPES)}")
+    if conn.execute("select 1 from tortus.tenant where tenant_id = %s", [tenant_id]).fetchone() is None:
+        raise TenantNotFound(f"no tenant {tenant_id!r}; create it with `tortus-pg tenant create {tenant_id}`")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    row = conn.execute(
+        "insert into tortus.api_key (tenant_id, label, key_hash, scopes) "
+        "values (%s, %s, tortus.key_hash(%s), %s) returning key_id",
+        [tenant_id, label, key, sorted(set(scopes))],
+    ).fetchone()
+    assert row is not None
+    return NewKey(tenant_id, row[0], key, sorted(set(scopes)))
+
+
+def revoke_key(conn: psycopg.Connection, tenant_id: str, key_id: int) -> None:
+    """Revoke a key by id; revoked keys no longer authenticate."""
+    row = conn.execute(
+        "update tortus.api_key set revoked_at = now() "
+        "where tenant_id = %s and key_id = %s and revoked_at is null returning 1",
+        [tenant_id, key_id],
+    ).fetchone()
+    if row is None:
+        raise InvalidInput(f"tenant {tenant_id!r} has no active key {key_id}")
+
+
+def authenticate(conn: psycopg.Connection, key: str) -> tuple[str, list[str]] | None:
+    """The tenant and scopes of a valid key, or None."""
+    row = conn.execute("select tenant_id, scopes from tortus.authenticate(%s)", [key]).fetchone()
+    return (row[0], list(row[1])) if row else None
