@@ -1,0 +1,1 @@
+"""Ingestion: documents in, a typed concept graph out."""
