@@ -60,10 +60,10 @@ def upgrade(
     sql: bool = typer.Option(False, "--sql", help="Print the migration SQL instead of running it (for a DBA)."),
 ) -> None:
     """Migrate the schema to REVISION (default: head), then re-apply the SQL functions."""
-    target = database_url(settings(ctx))
     if sql:
-        migrate.upgrade(target, revision, sql_only=True, out=sys.stdout)  # type: ignore[arg-type]
+        migrate.upgrade("", revision, sql_only=True, out=sys.stdout)  # type: ignore[arg-type]
         return
+    target = database_url(settings(ctx))
     reached = migrate.upgrade(target, revision)
     console.print(f"{redact(target)} is at revision {reached}")
 

@@ -79,3 +79,7 @@ def main() -> None:
     except TortusError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()

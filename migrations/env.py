@@ -8,7 +8,6 @@ from tortus_pg.db import connect, database_url
 from tortus_pg.schema import VERSION_SCHEMA, include_name, include_object, metadata
 
 config = context.config
-url = config.attributes.get("url") or database_url(load_settings())
 options = dict(
     target_metadata=metadata,
     version_table_schema=VERSION_SCHEMA,
@@ -20,8 +19,10 @@ options = dict(
 if context.is_offline_mode():
     context.configure(url="postgresql://", literal_binds=True, **options)
     with context.begin_transaction():
+        context.execute(f"create schema if not exists {VERSION_SCHEMA}")
         context.run_migrations()
 else:
+    url = config.attributes.get("url") or database_url(load_settings())
     engine = create_engine("postgresql+psycopg://", creator=lambda: connect(url))
     with engine.connect() as connection:
         connection.execute(text(f"create schema if not exists {VERSION_SCHEMA}"))

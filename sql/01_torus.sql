@@ -2,13 +2,15 @@
 -- Functions written with a SQL-standard body (`return ...`) are bound when created, so they
 -- need no pinned search_path, and the planner can inline them into queries.
 
+-- Adding and subtracting 1 rounds differences below float precision at angle scale to
+-- exactly 0: PostgreSQL raises an underflow error on arithmetic such as 1e-200 squared.
 create or replace function tortus.angle_gap(a double precision, b double precision)
 returns double precision
 language sql immutable parallel safe
-return least(
-    abs(a - b) - 2 * pi() * floor(abs(a - b) / (2 * pi())),
-    2 * pi() - (abs(a - b) - 2 * pi() * floor(abs(a - b) / (2 * pi())))
-);
+return (least(
+    abs((a - b + 1.0) - 1.0) - 2 * pi() * floor(abs((a - b + 1.0) - 1.0) / (2 * pi())),
+    2 * pi() - (abs((a - b + 1.0) - 1.0) - 2 * pi() * floor(abs((a - b + 1.0) - 1.0) / (2 * pi())))
+) + 1.0) - 1.0;
 
 comment on function tortus.angle_gap(double precision, double precision) is
 'Shortest angular difference between two angles in radians, in [0, pi].';
@@ -18,7 +20,8 @@ create or replace function tortus.torus_distance(
     theta2 double precision, phi2 double precision
 ) returns double precision
 language sql immutable parallel safe
-return sqrt(power(tortus.angle_gap(theta1, theta2), 2) + power(tortus.angle_gap(phi1, phi2), 2));
+return sqrt(tortus.angle_gap(theta1, theta2) * tortus.angle_gap(theta1, theta2)
+          + tortus.angle_gap(phi1, phi2) * tortus.angle_gap(phi1, phi2));
 
 comment on function tortus.torus_distance(double precision, double precision, double precision, double precision) is
 'Geodesic distance between two points on the flat torus [0, 2*pi)^2: each angle difference wraps '

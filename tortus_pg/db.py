@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Literal
 
 import psycopg
+from psycopg import sql
 from pgvector.psycopg import register_vector
 
 from tortus_pg import embedded
@@ -72,12 +73,27 @@ def tenant_scope(
     """Run a transaction as the application (or analyst) role, scoped to one tenant.
 
     Both the role and the tenant are transaction-local (`SET LOCAL`), so nothing leaks to
-    the next user of a pooled connection. Row-level security does the filtering.
+    the next user of a pooled connection. Row-level security does the filtering. Inside an
+    outer transaction the scope is a savepoint, and the previous role and tenant are put
+    back on exit (releasing a savepoint would otherwise keep them until the outer commit).
     """
     check_tenant_id(tenant)
+    nested = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
     with conn.transaction():
+        previous = None
+        if nested:
+            previous = conn.execute(
+                "select current_setting(%s, true), current_user::text, current_user = session_user",
+                [TENANT_SETTING],
+            ).fetchone()
         conn.execute(_ROLE_SQL[role])
         conn.execute("select set_config(%s, %s, true)", [TENANT_SETTING, tenant])
         if conn.execute("select 1 from tortus.tenant").fetchone() is None:
             raise TenantNotFound(f"no tenant {tenant!r}; create it with `tortus-pg tenant create {tenant}`")
         yield conn
+        if previous is not None:
+            prev_tenant, prev_role, was_session_user = previous
+            conn.execute("set local role none")
+            if not was_session_user:
+                conn.execute(sql.SQL("set local role {}").format(sql.Identifier(prev_role)))
+            conn.execute("select set_config(%s, %s, true)", [TENANT_SETTING, prev_tenant or ""])

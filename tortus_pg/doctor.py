@@ -70,6 +70,17 @@ def _roles(conn: psycopg.Connection) -> Check:
     return Check("roles", True, f"{APP_ROLE}, {ANALYST_ROLE}, {ADMIN_ROLE} (none bypasses RLS)")
 
 
+def _connecting_role(conn: psycopg.Connection) -> Check:
+    row = conn.execute("select rolsuper, rolbypassrls from pg_roles where rolname = current_user").fetchone()
+    user = conn.info.user
+    if row and (row[0] or row[1]):
+        return Check(
+            "connecting role", False, f"{user} is a superuser or bypasses RLS",
+            "migrate and administer as a non-superuser owner role, as on managed services", required=False,
+        )
+    return Check("connecting role", True, f"{user} (no superuser, no BYPASSRLS)", required=False)
+
+
 def _rls(conn: psycopg.Connection) -> Check:
     rows = conn.execute(
         """
@@ -83,7 +94,10 @@ def _rls(conn: psycopg.Connection) -> Check:
     state = dict(rows)
     bad = sorted(t for t in TENANT_TABLES if not state.get(t, False))
     if bad:
-        return Check("row-level security", False, f"not enabled and forced on: {', '.join(bad)}", "run `tortus-pg db upgrade`")
+        return Check(
+            "row-level security", False, f"not enabled and forced on: {', '.join(bad)}",
+            "re-create the policies: `tortus-pg db downgrade 0001 && tortus-pg db upgrade` (keeps data)",
+        )
     return Check("row-level security", True, f"enabled and forced on {len(TENANT_TABLES)} tables")
 
 
@@ -113,4 +127,4 @@ def run_checks(conn: psycopg.Connection, embedding_dim: int = 384) -> list[Check
     checks = [_server(conn), _pgvector(conn), _age(conn), _migrations(conn)]
     if current_revision(conn) is None:
         return checks
-    return checks + [_roles(conn), _rls(conn), _indexes(conn, embedding_dim)]
+    return checks + [_roles(conn), _connecting_role(conn), _rls(conn), _indexes(conn, embedding_dim)]

@@ -27,7 +27,7 @@ def sql_files() -> list[Path]:
 
 
 def alembic_config(url: str, stdout: io.TextIOBase | None = None) -> Config:
-    cfg = Config(stdout=stdout) if stdout is not None else Config()
+    cfg = Config(stdout=stdout, output_buffer=stdout) if stdout is not None else Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.attributes["url"] = url
     return cfg
@@ -85,10 +85,17 @@ def apply_sql(conn: psycopg.Connection) -> list[str]:
 
 
 def upgrade(url: str, revision: str = "head", *, sql_only: bool = False, out: io.TextIOBase | None = None) -> str:
-    """Migrate to `revision` and re-apply sql/; return the revision reached."""
+    """Migrate to `revision` and re-apply sql/; return the revision reached.
+
+    With `sql_only`, write the whole script (migrations, then sql/) to `out` for a DBA to
+    review and run; nothing connects, and `url` may be empty.
+    """
     cfg = alembic_config(url, out)
     if sql_only:
         command.upgrade(cfg, revision, sql=True)
+        if out is not None:
+            for path in sql_files():
+                out.write(f"\n-- {path.name}\n{path.read_text(encoding='utf-8')}")
         return revision
     with connect(url, autocommit=True) as conn:
         ensure_pgvector(conn)

@@ -57,12 +57,14 @@ api_key = sa.Table(
     "api_key", metadata,
     _tenant(), _identity("key_id"),
     sa.Column("label", Text, nullable=False),
-    sa.Column("key_hash", Text, nullable=False, unique=True),
+    sa.Column("key_hash", Text, nullable=False),
     sa.Column("scopes", ARRAY(Text), nullable=False),
     sa.Column("created_at", sa.TIMESTAMP(timezone=True), nullable=False),
     sa.Column("revoked_at", sa.TIMESTAMP(timezone=True)),
     sa.PrimaryKeyConstraint("tenant_id", "key_id"),
+    sa.UniqueConstraint("tenant_id", "key_hash"),
     _tenant_fk(),
+    sa.Index("api_key_hash", "key_hash"),
 )
 
 source = sa.Table(

@@ -39,12 +39,14 @@ create table tortus.api_key (
     tenant_id text not null references tortus.tenant on delete cascade,
     key_id bigint generated always as identity,
     label text not null default '',
-    key_hash text not null unique check (key_hash ~ '^[0-9a-f]{{64}}$'),
+    key_hash text not null check (key_hash ~ '^[0-9a-f]{{64}}$'),
     scopes text[] not null default '{{query}}',
     created_at timestamptz not null default now(),
     revoked_at timestamptz,
-    primary key (tenant_id, key_id)
+    primary key (tenant_id, key_id),
+    unique (tenant_id, key_hash)
 );
+create index api_key_hash on tortus.api_key (key_hash);
 
 create table tortus.source (
     tenant_id text not null references tortus.tenant on delete cascade,

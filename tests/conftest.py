@@ -1,0 +1,159 @@
+"""Test database: one real PostgreSQL with pgvector per test session.
+
+Chosen in this order: TORTUS_TEST_DATABASE_URL (a role that may create databases and the
+vector extension), a pgvector container when a Docker engine answers, else the embedded
+server in a temporary directory. Each test gets isolation by a rolled-back transaction;
+tests that must commit ask for a database of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from tortus_pg import embedded, migrate
+from tortus_pg.db import connect
+
+MAIN_DB = "tortus_test"
+
+
+@dataclass(frozen=True)
+class Server:
+    """How to reach the test server as an administrator and as the owner role."""
+
+    admin_template: str  # URL with {db} placeholder, for creating databases and extensions
+    owner_template: str
+    owner_role: str
+
+    def admin_url(self, db: str) -> str:
+        return self.admin_template.format(db=db)
+
+    def owner_url(self, db: str) -> str:
+        return self.owner_template.format(db=db)
+
+    def create_database(self, db: str, *, with_vector: bool = True) -> str:
+        with psycopg.connect(self.admin_url("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(db)))
+            conn.execute(
+                sql.SQL("create database {} owner {}").format(sql.Identifier(db), sql.Identifier(self.owner_role))
+            )
+        if with_vector:
+            with psycopg.connect(self.admin_url(db), autocommit=True) as conn:
+                conn.execute("create extension if not exists vector")
+        return self.owner_url(db)
+
+    def drop_database(self, db: str) -> None:
+        with psycopg.connect(self.admin_url("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(db)))
+
+
+def _template(url: str) -> str:
+    """Replace the database name of a URL with a {db} placeholder."""
+    head, sep, query = url.partition("?")
+    base, _, _ = head.rpartition("/")
+    return f"{base}/{{db}}{sep}{query}"
+
+
+def _docker_server() -> tuple[Server, object] | None:
+    if not (os.environ.get("DOCKER_HOST") or Path("/var/run/docker.sock").exists()):
+        return None
+    import docker
+
+    try:
+        client = docker.from_env()
+    except docker.errors.DockerException:
+        return None
+    try:
+        client.ping()
+    except Exception:  # noqa: BLE001 - any failure means no usable engine
+        return None
+    finally:
+        client.close()
+    from testcontainers.postgres import PostgresContainer
+
+    container = PostgresContainer("pgvector/pgvector:pg17", driver=None).start()
+    url = container.get_connection_url()
+    template = _template(url)
+    return Server(template, template, container.username), container
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    external = os.environ.get("TORTUS_TEST_DATABASE_URL")
+    container = None
+    try:
+        if external:
+            template = _template(external)
+            with psycopg.connect(external) as conn:
+                role = conn.info.user
+            server = Server(template, template, role)
+        elif (found := _docker_server()) is not None:
+            server, container = found
+        else:
+            pgdata = tmp_path_factory.mktemp("pg") / "pgdata"
+            owner = embedded.bootstrap(pgdata, database="postgres")
+            socket_dir = owner.split("host=", 1)[1]
+            server = Server(
+                f"postgresql://{embedded.SUPERUSER}@/{{db}}?host={socket_dir}",
+                f"postgresql://{embedded.OWNER_ROLE}@/{{db}}?host={socket_dir}",
+                embedded.OWNER_ROLE,
+            )
+    except Exception as exc:  # noqa: BLE001 - one clear abort instead of every test failing
+        pytest.exit(f"cannot start or reach the test PostgreSQL: {exc}", returncode=3)
+    yield server
+    if container is not None:
+        container.stop()  # type: ignore[attr-defined]
+    elif not external:
+        embedded.stop(pgdata)
+
+
+@pytest.fixture(scope="session")
+def db_url(pg_server: Server) -> Iterator[str]:
+    """Owner URL of the session's migrated database."""
+    url = pg_server.create_database(MAIN_DB)
+    migrate.upgrade(url)
+    yield url
+    pg_server.drop_database(MAIN_DB)
+
+
+@pytest.fixture(scope="session")
+def session_conn(db_url: str) -> Iterator[psycopg.Connection]:
+    """A long-lived autocommit connection for read-only checks (hypothesis tests)."""
+    with connect(db_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def conn(db_url: str) -> Iterator[psycopg.Connection]:
+    """A connection whose work is rolled back after the test; committing inside raises."""
+    with connect(db_url) as conn, conn.transaction(force_rollback=True):
+        yield conn
+
+
+@pytest.fixture
+def fresh_db(pg_server: Server) -> Iterator[Callable[..., str]]:
+    """Factory for databases of the test's own (dropped afterwards); returns the owner URL."""
+    made: list[str] = []
+
+    def make(*, with_vector: bool = True) -> str:
+        name = f"tortus_t_{uuid.uuid4().hex[:10]}"
+        made.append(name)
+        return pg_server.create_database(name, with_vector=with_vector)
+
+    yield make
+    for name in made:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
