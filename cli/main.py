@@ -12,7 +12,9 @@ from tortus_pg.db import connect, database_url, redact
 from tortus_pg.doctor import run_checks
 from tortus_pg.errors import TortusError
 
-from . import db, tenants as tenant_cli
+from . import db
+from . import ingest as ingest_cli
+from . import tenants as tenant_cli
 from .context import build_settings, console, err_console, settings
 
 app = typer.Typer(
@@ -23,13 +25,19 @@ app = typer.Typer(
 app.add_typer(db.app, name="db")
 app.add_typer(tenant_cli.tenant_app, name="tenant")
 app.add_typer(tenant_cli.key_app, name="key")
+app.add_typer(ingest_cli.sources_app, name="sources")
+app.command("ingest")(ingest_cli.ingest)
 
 
 @app.callback()
 def root(
     ctx: typer.Context,
-    workspace: Path = typer.Option(None, "--workspace", "-w", help="Workspace directory [env: TORTUS_HOME; default: current directory]."),
-    database_url_: str = typer.Option(None, "--database-url", help="PostgreSQL URL [env: TORTUS_DATABASE_URL; default: the embedded server]."),
+    workspace: Path = typer.Option(
+        None, "--workspace", "-w", help="Workspace directory [env: TORTUS_HOME; default: current directory]."
+    ),
+    database_url_: str = typer.Option(
+        None, "--database-url", help="PostgreSQL URL [env: TORTUS_DATABASE_URL; default: the embedded server]."
+    ),
     tenant: str = typer.Option(None, "--tenant", "-t", help="Tenant id [env: TORTUS_TENANT; default: default]."),
 ) -> None:
     """Postgres-native retrieval for explainable multi-hop RAG."""

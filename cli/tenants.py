@@ -63,7 +63,9 @@ def key_create(
     with owner_connection(ctx) as conn:
         new = tenants.create_key(conn, tenant_id, scope, label)
         conn.commit()
-    console.print(f"key {new.key_id} for {new.tenant_id} (scopes: {', '.join(new.scopes)}); store it now, it is not shown again:")
+    console.print(
+        f"key {new.key_id} for {new.tenant_id} (scopes: {', '.join(new.scopes)}); store it now, it is not shown again:"
+    )
     print(new.key)
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 import typer
+from tortus_pg.cli.main import app
 from typer.testing import CliRunner, Result
 
 from tortus_pg import migrate
-from tortus_pg.cli.main import app
 
 runner = CliRunner()
 
@@ -80,7 +80,11 @@ def run(ws: Path, *args: str, url: str | None = None) -> subprocess.CompletedPro
         env["TORTUS_DATABASE_URL"] = url
     return subprocess.run(
         [sys.executable, "-m", "tortus_pg.cli.main", "--workspace", str(ws), *args],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
 
 

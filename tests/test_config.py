@@ -28,7 +28,9 @@ def test_tortus_home_sets_workspace(tmp_path: Path) -> None:
 
 def test_default_toml_is_valid_and_all_commented(tmp_path: Path) -> None:
     (tmp_path / "tortus.toml").write_text(DEFAULT_TOML)
-    assert load_settings(tmp_path, environ={}) == load_settings(tmp_path / "none", environ={}).__class__(workspace=tmp_path.resolve())
+    assert load_settings(tmp_path, environ={}) == load_settings(tmp_path / "none", environ={}).__class__(
+        workspace=tmp_path.resolve()
+    )
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,9 @@ def test_migrates_as_non_superuser_owner_with_createrole(second_server: str) -> 
         conn.execute("create database app owner app_owner")
     url = f"postgresql://app_owner@/app?host={second_server}"
 
-    with pytest.raises(ExtensionMissing, match=r"may not create the pgvector extension.*CREATE EXTENSION vector;.*'app'"):
+    with pytest.raises(
+        ExtensionMissing, match=r"may not create the pgvector extension.*CREATE EXTENSION vector;.*'app'"
+    ):
         migrate.upgrade(url)
 
     with psycopg.connect(f"postgresql://postgres@/app?host={second_server}", autocommit=True) as conn:
@@ -43,7 +45,10 @@ def test_migrates_as_non_superuser_owner_with_createrole(second_server: str) -> 
     assert migrate.upgrade(url) == migrate.head_revision()
 
     with connect(url) as conn:
-        assert conn.execute("select rolsuper, rolbypassrls from pg_roles where rolname = current_user").fetchone() == (False, False)
+        assert conn.execute("select rolsuper, rolbypassrls from pg_roles where rolname = current_user").fetchone() == (
+            False,
+            False,
+        )
         failed = [c for c in run_checks(conn) if not c.ok]
         assert failed == []
         tenants.create_tenant(conn, "t1")
@@ -62,15 +67,35 @@ def server_without_pgvector() -> Iterator[str]:
     home = Path(tempfile.mkdtemp(prefix="tortus-pg15-"))
     shutil.chown(home, "postgres", "postgres")
     as_pg = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_pg, str(PG15 / "initdb"), "-D", str(home / "data"), "--auth=trust", "-U", "postgres"],
-                   check=True, capture_output=True)
-    subprocess.run([*as_pg, str(PG15 / "pg_ctl"), "-D", str(home / "data"), "-w", "-l", str(home / "log"),
-                    "-o", f"-k {home} -h ''", "start"], check=True, capture_output=True)
+    subprocess.run(
+        [*as_pg, str(PG15 / "initdb"), "-D", str(home / "data"), "--auth=trust", "-U", "postgres"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *as_pg,
+            str(PG15 / "pg_ctl"),
+            "-D",
+            str(home / "data"),
+            "-w",
+            "-l",
+            str(home / "log"),
+            "-o",
+            f"-k {home} -h ''",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql://postgres@/postgres?host={home}"
     finally:
-        subprocess.run([*as_pg, str(PG15 / "pg_ctl"), "-D", str(home / "data"), "-m", "immediate", "stop"],
-                       check=False, capture_output=True)
+        subprocess.run(
+            [*as_pg, str(PG15 / "pg_ctl"), "-D", str(home / "data"), "-m", "immediate", "stop"],
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(home, ignore_errors=True)
 
 

@@ -27,7 +27,9 @@ def shard(conn: psycopg.Connection, theta: float, phi: float, n: int) -> int:
 
 @FAST
 @given(angle, angle, angle, angle)
-def test_distance_is_symmetric_and_in_range(session_conn: psycopg.Connection, t1: float, p1: float, t2: float, p2: float) -> None:
+def test_distance_is_symmetric_and_in_range(
+    session_conn: psycopg.Connection, t1: float, p1: float, t2: float, p2: float
+) -> None:
     d = dist(session_conn, (t1, p1), (t2, p2))
     assert d == pytest.approx(dist(session_conn, (t2, p2), (t1, p1)), abs=1e-9)
     assert -1e-12 <= d <= math.pi * math.sqrt(2) + 1e-9
@@ -35,14 +37,18 @@ def test_distance_is_symmetric_and_in_range(session_conn: psycopg.Connection, t1
 
 @FAST
 @given(angle, angle, angle, angle, st.integers(-3, 3), st.integers(-3, 3))
-def test_distance_is_wrap_invariant(session_conn: psycopg.Connection, t1: float, p1: float, t2: float, p2: float, k: int, m: int) -> None:
+def test_distance_is_wrap_invariant(
+    session_conn: psycopg.Connection, t1: float, p1: float, t2: float, p2: float, k: int, m: int
+) -> None:
     shifted = dist(session_conn, (t1 + k * TAU, p1 + m * TAU), (t2, p2))
     assert shifted == pytest.approx(dist(session_conn, (t1, p1), (t2, p2)), abs=1e-7)
 
 
 @FAST
 @given(angle, angle, angle, angle, angle, angle)
-def test_distance_obeys_triangle_inequality(session_conn: psycopg.Connection, a1: float, a2: float, b1: float, b2: float, c1: float, c2: float) -> None:
+def test_distance_obeys_triangle_inequality(
+    session_conn: psycopg.Connection, a1: float, a2: float, b1: float, b2: float, c1: float, c2: float
+) -> None:
     a, b, c = (a1, a2), (b1, b2), (c1, c2)
     assert dist(session_conn, a, c) <= dist(session_conn, a, b) + dist(session_conn, b, c) + 1e-9
 
@@ -77,14 +83,18 @@ def test_shard_in_range_and_wrap_invariant(session_conn: psycopg.Connection, the
 
 @FAST
 @given(unit, unit, st.sampled_from([4, 6, 9, 16]))
-def test_nearby_points_usually_share_a_shard(session_conn: psycopg.Connection, theta: float, phi: float, n: int) -> None:
+def test_nearby_points_usually_share_a_shard(
+    session_conn: psycopg.Connection, theta: float, phi: float, n: int
+) -> None:
     # Locality: within one grid cell the shard cannot change, so a tiny step from a point
     # well inside its cell stays in the same shard.
     rows, cols = grid(n)
     cell_t, cell_p = TAU / cols, TAU / rows
     inside_t = cell_t * (math.floor(theta / cell_t) + 0.5)
     inside_p = cell_p * (math.floor(phi / cell_p) + 0.5)
-    assert shard(session_conn, inside_t, inside_p, n) == shard(session_conn, inside_t + cell_t / 4, inside_p - cell_p / 4, n)
+    assert shard(session_conn, inside_t, inside_p, n) == shard(
+        session_conn, inside_t + cell_t / 4, inside_p - cell_p / 4, n
+    )
 
 
 def test_every_shard_is_used(session_conn: psycopg.Connection) -> None:

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from typing import Literal
 
 import psycopg
-from psycopg import sql
 from pgvector.psycopg import register_vector
+from psycopg import sql
 
 from tortus_pg import embedded
 from tortus_pg.config import Settings
@@ -60,16 +60,12 @@ def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
 def check_tenant_id(tenant: str) -> str:
     """Validate a tenant id (lowercase slug), returning it."""
     if not TENANT_ID.match(tenant):
-        raise InvalidInput(
-            f"invalid tenant id {tenant!r}: use 1-63 lowercase letters, digits, '-' or '_'"
-        )
+        raise InvalidInput(f"invalid tenant id {tenant!r}: use 1-63 lowercase letters, digits, '-' or '_'")
     return tenant
 
 
 @contextmanager
-def tenant_scope(
-    conn: psycopg.Connection, tenant: str, *, role: Role = "app"
-) -> Iterator[psycopg.Connection]:
+def tenant_scope(conn: psycopg.Connection, tenant: str, *, role: Role = "app") -> Iterator[psycopg.Connection]:
     """Run a transaction as the application (or analyst) role, scoped to one tenant.
 
     Both the role and the tenant are transaction-local (`SET LOCAL`), so nothing leaks to

@@ -36,14 +36,23 @@ def _server(conn: psycopg.Connection) -> Check:
 def _pgvector(conn: psycopg.Connection) -> Check:
     row = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
     if row is None:
-        return Check("pgvector", False, "not installed in this database", "run `tortus-pg db upgrade` (an administrator may need to run `CREATE EXTENSION vector`)")
+        return Check(
+            "pgvector",
+            False,
+            "not installed in this database",
+            "run `tortus-pg db upgrade` (an administrator may need to run `CREATE EXTENSION vector`)",
+        )
     ok = _version_tuple(row[0])[:2] >= MIN_PGVECTOR
     return Check("pgvector", ok, row[0], "" if ok else "upgrade pgvector to 0.8 or newer (iterative index scans)")
 
 
 def _age(conn: psycopg.Connection) -> Check:
     row = conn.execute("select default_version from pg_available_extensions where name = 'age'").fetchone()
-    detail = f"available ({row[0]}): graph traversal can use Cypher" if row else "not available: traversal uses recursive CTEs"
+    detail = (
+        f"available ({row[0]}): graph traversal can use Cypher"
+        if row
+        else "not available: traversal uses recursive CTEs"
+    )
     return Check("apache age", True, detail, required=False)
 
 
@@ -64,9 +73,16 @@ def _roles(conn: psycopg.Connection) -> Check:
     missing = sorted({APP_ROLE, ANALYST_ROLE, ADMIN_ROLE} - found.keys())
     bypassing = sorted(name for name, bypass in found.items() if bypass)
     if missing:
-        return Check("roles", False, f"missing: {', '.join(missing)}", "run `tortus-pg db upgrade` as a role with CREATEROLE")
+        return Check(
+            "roles", False, f"missing: {', '.join(missing)}", "run `tortus-pg db upgrade` as a role with CREATEROLE"
+        )
     if bypassing:
-        return Check("roles", False, f"bypass row-level security: {', '.join(bypassing)}", f"ALTER ROLE ... NOBYPASSRLS NOSUPERUSER for {', '.join(bypassing)}")
+        return Check(
+            "roles",
+            False,
+            f"bypass row-level security: {', '.join(bypassing)}",
+            f"ALTER ROLE ... NOBYPASSRLS NOSUPERUSER for {', '.join(bypassing)}",
+        )
     return Check("roles", True, f"{APP_ROLE}, {ANALYST_ROLE}, {ADMIN_ROLE} (none bypasses RLS)")
 
 
@@ -75,8 +91,11 @@ def _connecting_role(conn: psycopg.Connection) -> Check:
     user = conn.info.user
     if row and (row[0] or row[1]):
         return Check(
-            "connecting role", False, f"{user} is a superuser or bypasses RLS",
-            "migrate and administer as a non-superuser owner role, as on managed services", required=False,
+            "connecting role",
+            False,
+            f"{user} is a superuser or bypasses RLS",
+            "migrate and administer as a non-superuser owner role, as on managed services",
+            required=False,
         )
     return Check("connecting role", True, f"{user} (no superuser, no BYPASSRLS)", required=False)
 
@@ -95,7 +114,9 @@ def _rls(conn: psycopg.Connection) -> Check:
     bad = sorted(t for t in TENANT_TABLES if not state.get(t, False))
     if bad:
         return Check(
-            "row-level security", False, f"not enabled and forced on: {', '.join(bad)}",
+            "row-level security",
+            False,
+            f"not enabled and forced on: {', '.join(bad)}",
             "re-create the policies: `tortus-pg db downgrade 0001 && tortus-pg db upgrade` (keeps data)",
         )
     return Check("row-level security", True, f"enabled and forced on {len(TENANT_TABLES)} tables")
@@ -115,10 +136,13 @@ def _indexes(conn: psycopg.Connection, embedding_dim: int) -> Check:
         return Check("indexes", False, f"invalid: {names}", f"REINDEX INDEX CONCURRENTLY for {names}")
     hnsw = f"node_embedding_{embedding_dim}_hnsw"
     if conn.execute("select to_regclass(%s)", [f"{SCHEMA}.{hnsw}"]).fetchone() == (None,):
-        return Check("indexes", False, f"no HNSW index for {embedding_dim}-dimensional embeddings", f"run `select tortus.ensure_vector_index({embedding_dim})`")
-    count = conn.execute(
-        "select count(*) from pg_indexes where schemaname = %s", [SCHEMA]
-    ).fetchone()[0]  # type: ignore[index]
+        return Check(
+            "indexes",
+            False,
+            f"no HNSW index for {embedding_dim}-dimensional embeddings",
+            f"run `select tortus.ensure_vector_index({embedding_dim})`",
+        )
+    count = conn.execute("select count(*) from pg_indexes where schemaname = %s", [SCHEMA]).fetchone()[0]  # type: ignore[index]
     return Check("indexes", True, f"{count} valid, HNSW for dimension {embedding_dim}")
 
 

@@ -90,15 +90,11 @@ def bootstrap(pgdata: Path, database: str = DATABASE) -> str:
     admin = _url(socket_dir, SUPERUSER, "postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
         if conn.execute("select 1 from pg_roles where rolname = %s", [OWNER_ROLE]).fetchone() is None:
-            conn.execute(
-                sql.SQL("create role {} login createrole").format(sql.Identifier(OWNER_ROLE))
-            )
+            conn.execute(sql.SQL("create role {} login createrole").format(sql.Identifier(OWNER_ROLE)))
         exists = conn.execute("select 1 from pg_database where datname = %s", [database]).fetchone()
         if exists is None:
             conn.execute(
-                sql.SQL("create database {} owner {}").format(
-                    sql.Identifier(database), sql.Identifier(OWNER_ROLE)
-                )
+                sql.SQL("create database {} owner {}").format(sql.Identifier(database), sql.Identifier(OWNER_ROLE))
             )
     with psycopg.connect(_url(socket_dir, SUPERUSER, database), autocommit=True) as conn:
         conn.execute("create extension if not exists vector")

@@ -41,9 +41,7 @@ def head_revision() -> str:
 
 def current_revision(conn: psycopg.Connection) -> str | None:
     """The applied revision, or None for a database tortus-pg has never migrated."""
-    exists = conn.execute(
-        "select to_regclass(%s) is not null", [f"{VERSION_SCHEMA}.alembic_version"]
-    ).fetchone()
+    exists = conn.execute("select to_regclass(%s) is not null", [f"{VERSION_SCHEMA}.alembic_version"]).fetchone()
     if not exists or not exists[0]:
         return None
     row = conn.execute(f"select version_num from {VERSION_SCHEMA}.alembic_version").fetchone()

@@ -14,8 +14,20 @@ depends_on = None
 
 NODE_KINDS = ("concept", "entity", "claim", "chunk", "section", "api", "decision", "event")
 EDGE_TYPES = (
-    "supports", "contradicts", "depends_on", "caused_by", "implements", "related_to",
-    "mentions", "part_of", "next", "defines", "same_as", "cites", "owned_by", "affects",
+    "supports",
+    "contradicts",
+    "depends_on",
+    "caused_by",
+    "implements",
+    "related_to",
+    "mentions",
+    "part_of",
+    "next",
+    "defines",
+    "same_as",
+    "cites",
+    "owned_by",
+    "affects",
     "supersedes",
 )
 SUBGRAPH_KINDS = ("domain", "team", "product", "source", "tenant")

@@ -16,9 +16,23 @@ branch_labels = None
 depends_on = None
 
 TABLES = (
-    "tenant", "api_key", "source", "node", "edge", "subgraph", "membership", "portal",
-    "evidence_span", "bm25_posting", "bm25_doc", "bm25_term", "bm25_corpus",
-    "embedding_cache", "query_trace", "eval_run", "eval_result",
+    "tenant",
+    "api_key",
+    "source",
+    "node",
+    "edge",
+    "subgraph",
+    "membership",
+    "portal",
+    "evidence_span",
+    "bm25_posting",
+    "bm25_doc",
+    "bm25_term",
+    "bm25_corpus",
+    "embedding_cache",
+    "query_trace",
+    "eval_run",
+    "eval_result",
 )
 APP_WRITES = tuple(t for t in TABLES if t not in ("tenant", "api_key"))
 ANALYST_READS = tuple(t for t in TABLES if t != "api_key")
@@ -63,10 +77,7 @@ def upgrade() -> None:
             "using (tenant_id = current_setting('tortus.tenant', true)) "
             "with check (tenant_id = current_setting('tortus.tenant', true))"
         )
-        op.execute(
-            f"create policy tenant_admin on tortus.{table} to tortus_admin "
-            "using (true) with check (true)"
-        )
+        op.execute(f"create policy tenant_admin on tortus.{table} to tortus_admin using (true) with check (true)")
 
 
 def downgrade() -> None:

@@ -1,0 +1,264 @@
+"""Chunking keeps exact offsets, follows headings and pages, and packs by size."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tortus_pg.ingest.chunking import chunk_document, code_fence_spans, sentence_spans
+from tortus_pg.ingest.types import Chunk, Document, Page
+
+SERVICE_DOC = """# Payments service
+
+The payments service takes card payments for the shop and hands them to the ledger.
+
+## Dependencies
+
+The Payments Service depends on the Ledger API. It retries failed postings three times
+before it raises an alert in the on-call channel.
+
+## Owners
+
+Team Atlas owns the service.
+
+# Ledger
+
+```bash
+# this comment is not a heading
+ledger-cli replay --since yesterday
+```
+
+The ledger keeps every posting forever.
+"""
+
+
+def assert_exact(doc: Document, chunks: list[Chunk], max_chars: int) -> None:
+    """The invariants every chunking must satisfy."""
+    covered = bytearray(len(doc.text))
+    previous_end = 0
+    for i, c in enumerate(chunks):
+        assert c.index == i
+        assert doc.text[c.start : c.end] == c.text
+        assert c.text and c.text == c.text.strip()
+        assert c.start >= previous_end
+        assert len(c.text) <= max_chars
+        previous_end = c.end
+        covered[c.start : c.end] = b"\x01" * (c.end - c.start)
+    missed = [i for i, ch in enumerate(doc.text) if not ch.isspace() and not covered[i]]
+    assert missed == []
+
+
+def test_empty_and_whitespace_documents_have_no_chunks() -> None:
+    assert chunk_document(Document("", "text")) == []
+    assert chunk_document(Document(" \n\t\n  ", "markdown")) == []
+
+
+def test_short_passage_is_exactly_one_chunk() -> None:
+    text = (
+        "  Ada Lovelace was an English mathematician and writer, chiefly known for her work on "
+        "Charles Babbage's proposed mechanical general-purpose computer, the Analytical "
+        "Engine. She was the first to recognise that the machine had applications beyond "
+        "pure calculation.\n"
+    )
+    chunks = chunk_document(Document(text, "text", title="Ada Lovelace"))
+    assert len(chunks) == 1
+    assert chunks[0].text == text.strip()
+    assert (chunks[0].start, chunks[0].end) == (2, len(text) - 1)
+    assert chunks[0].headings == () and chunks[0].page is None
+
+
+def test_markdown_chunks_carry_their_heading_path() -> None:
+    doc = Document(SERVICE_DOC, "markdown")
+    chunks = chunk_document(doc)
+    assert_exact(doc, chunks, 2000)
+    by_path = {c.headings: c.text for c in chunks}
+    assert list(by_path) == [
+        ("Payments service", "Dependencies"),
+        ("Payments service", "Owners"),
+        ("Ledger",),
+    ]
+    # The short intro joins its first subsection; the subsection path includes the parent.
+    assert by_path[("Payments service", "Dependencies")].startswith("# Payments service")
+    assert "depends on the Ledger API" in by_path[("Payments service", "Dependencies")]
+    assert by_path[("Payments service", "Owners")] == "## Owners\n\nTeam Atlas owns the service."
+    assert "not a heading" in by_path[("Ledger",)]
+
+
+def test_html_is_chunked_like_markdown() -> None:
+    chunks = chunk_document(Document(SERVICE_DOC, "html"))
+    assert ("Payments service", "Dependencies") in {c.headings for c in chunks}
+
+
+def test_sections_are_never_merged_with_siblings_or_across_top_level_sections() -> None:
+    text = "# Alpha\n\n## One\n\nFirst.\n\n## Two\n\nSecond.\n\n# Beta\n\nIntro.\n\n# Gamma\n"
+    chunks = chunk_document(Document(text, "markdown"))
+    assert [c.headings for c in chunks] == [
+        ("Alpha", "One"),
+        ("Alpha", "Two"),
+        ("Beta",),
+        ("Gamma",),
+    ]
+    assert chunks[0].text == "# Alpha\n\n## One\n\nFirst."
+    assert chunks[2].text == "# Beta\n\nIntro."
+
+
+def test_heading_only_section_joins_the_section_after_it() -> None:
+    body = "The ledger records every posting. " * 10
+    text = f"# Ledger\n\n## Postings\n\n{body}\n"
+    chunks = chunk_document(Document(text, "markdown"), min_chars=50)
+    assert len(chunks) == 1
+    assert chunks[0].headings == ("Ledger", "Postings")
+    assert chunks[0].text.startswith("# Ledger")
+
+
+def test_setext_headings_are_recognised() -> None:
+    text = "Payments\n========\n\nIntro text.\n\nDependencies\n------------\n\nLedger API.\n"
+    chunks = chunk_document(Document(text, "markdown"), min_chars=0)
+    assert [c.headings for c in chunks] == [("Payments",), ("Payments", "Dependencies")]
+
+
+def test_long_section_splits_at_paragraph_boundaries() -> None:
+    paragraphs = [f"Paragraph {i} " + "word " * 60 for i in range(12)]
+    text = "# Big\n\n" + "\n\n".join(p.strip() for p in paragraphs) + "\n"
+    doc = Document(text, "markdown")
+    chunks = chunk_document(doc, target_chars=800, max_chars=1000, min_chars=100)
+    assert_exact(doc, chunks, 1000)
+    assert len(chunks) > 2
+    assert all(c.headings == ("Big",) for c in chunks)
+    for c in chunks[1:]:
+        assert c.text.startswith("Paragraph"), "a piece must start at a paragraph"
+
+
+def test_long_paragraph_splits_at_sentences_then_hard_on_whitespace() -> None:
+    sentences = " ".join(f"Sentence number {i} says something about ledgers." for i in range(40))
+    doc = Document(sentences, "text")
+    chunks = chunk_document(doc, target_chars=300, max_chars=400, min_chars=50)
+    assert_exact(doc, chunks, 400)
+    assert all(c.text.endswith(".") for c in chunks)
+
+    unbroken = "x" * 950 + " " + "y" * 30
+    doc = Document(unbroken, "text")
+    chunks = chunk_document(doc, target_chars=300, max_chars=400, min_chars=10)
+    assert_exact(doc, chunks, 400)
+    assert [len(c.text) for c in chunks] == [400, 400, 150 + 1 + 30]
+
+
+def test_tiny_trailing_piece_merges_into_the_previous_chunk() -> None:
+    text = ("A fairly long paragraph about the ledger. " * 20).strip() + "\n\nTail."
+    doc = Document(text, "text")
+    chunks = chunk_document(doc, target_chars=500, max_chars=1000, min_chars=100)
+    assert_exact(doc, chunks, 1000)
+    assert chunks[-1].text.endswith("Tail.")
+    assert len(chunks[-1].text) > 100
+
+
+def test_pdf_chunks_stay_within_their_page() -> None:
+    pages_text = ["Page one text. " * 5, "Page two starts here. " * 130, "Last page."]
+    text, pages, pos = "", [], 0
+    for number, body in enumerate(pages_text, start=1):
+        text += body + "\n"
+        pages.append(Page(number=number, start=pos, end=pos + len(body) + 1))
+        pos += len(body) + 1
+    doc = Document(text, "pdf", pages=tuple(pages))
+    chunks = chunk_document(doc)
+    assert_exact(doc, chunks, 2000)
+    assert [c.page for c in chunks] == [1, 2, 2, 2, 3]
+    for c in chunks:
+        page = pages[(c.page or 0) - 1]
+        assert page.start <= c.start and c.end <= page.end
+
+
+def test_plain_text_is_paragraph_based() -> None:
+    text = ("First paragraph sentence. " * 30).strip() + "\n\n" + ("Second one. " * 40).strip()
+    chunks = chunk_document(Document(text, "text"), target_chars=900, max_chars=1000)
+    assert [c.text[:6] for c in chunks] == ["First ", "Second"]
+
+
+def test_sentence_spans_respect_abbreviations_and_initials() -> None:
+    text = "Mr. Smith met George T. Solomon in the U.S. in 1963. It rained. e.g. not split"
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "Mr. Smith met George T. Solomon in the U.S. in 1963.",
+        "It rained. e.g. not split",
+    ]
+
+
+def test_sentence_spans_break_at_markdown_blocks() -> None:
+    text = "## Owners\nTeam Atlas\n- first item\n- second item"
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "## Owners",
+        "Team Atlas",
+        "- first item",
+        "- second item",
+    ]
+
+
+def test_code_fence_spans() -> None:
+    text = "a\n```py\n# x\n```\nb\n~~~\nopen"
+    assert code_fence_spans(text) == [(2, 15), (18, len(text))]
+
+
+def test_bad_sizes_are_rejected() -> None:
+    with pytest.raises(ValueError, match="max_chars"):
+        chunk_document(Document("x", "text"), max_chars=0)
+
+
+_WORD = st.text(alphabet="abcdefghijKLMNOP.,!?`#-_()", min_size=1, max_size=12)
+_SPACE = st.sampled_from([" ", "  ", "\n", "\n\n", "\n \n", "\t", "\u00a0", "\u2003", "\r\n"])
+
+
+@st.composite
+def _markdownish(draw: st.DrawFn) -> str:
+    parts: list[str] = []
+    for _ in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["heading", "paragraph", "long", "fence", "setext", "list"]))
+        words = draw(st.lists(_WORD, min_size=1, max_size=40))
+        sep = draw(_SPACE)
+        if kind == "heading":
+            parts.append("#" * draw(st.integers(1, 7)) + " " + " ".join(words[:6]))
+        elif kind == "paragraph":
+            parts.append(sep.join(words))
+        elif kind == "long":
+            parts.append(draw(st.sampled_from("xyz")) * draw(st.integers(50, 900)))
+        elif kind == "fence":
+            parts.append("```\n# " + " ".join(words) + "\n\n" + " ".join(words) + "\n```")
+        elif kind == "setext":
+            parts.append(" ".join(words[:4]) + "\n" + draw(st.sampled_from(["===", "---"])))
+        else:
+            parts.append("\n".join("- " + w for w in words[:8]))
+        parts.append(draw(st.sampled_from(["\n", "\n\n", "\n\n\n", " \n  \n", ""])))
+    return draw(_SPACE) + "".join(parts)
+
+
+_SIZES = st.tuples(st.integers(1, 400), st.integers(1, 400), st.integers(0, 200))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_markdownish(), kind=st.sampled_from(["markdown", "html", "text"]), sizes=_SIZES)
+def test_offsets_are_exact_ordered_and_cover_everything(
+    text: str, kind: str, sizes: tuple[int, int, int]
+) -> None:
+    target, max_chars, min_chars = sizes
+    doc = Document(text, kind)
+    chunks = chunk_document(doc, target_chars=target, max_chars=max_chars, min_chars=min_chars)
+    assert_exact(doc, chunks, max_chars)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=_markdownish(),
+    cuts=st.lists(st.integers(0, 5000), max_size=6),
+    max_chars=st.integers(20, 500),
+)
+def test_pdf_chunks_never_cross_pages(text: str, cuts: list[int], max_chars: int) -> None:
+    bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
+    pages = tuple(
+        Page(i + 1, s, e) for i, (s, e) in enumerate(zip(bounds, bounds[1:], strict=False))
+    )
+    doc = Document(text, "pdf", pages=pages)
+    chunks = chunk_document(doc, max_chars=max_chars)
+    assert_exact(doc, chunks, max_chars)
+    for c in chunks:
+        assert c.page is not None
+        page = pages[c.page - 1]
+        assert page.start <= c.start and c.end <= page.end

@@ -1,0 +1,129 @@
+"""Ingest many sources: read, parse, chunk, extract, embed, store — one transaction per source.
+
+One bad source never aborts the batch, and an interrupted run leaves every source either
+fully old or fully new, because each source commits on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import psycopg
+
+from tortus_pg.db import tenant_scope
+from tortus_pg.embed import Embedder
+from tortus_pg.errors import InvalidInput, TortusError
+from tortus_pg.ingest.chunking import chunk_document
+from tortus_pg.ingest.extract import extract_concepts
+from tortus_pg.ingest.fetch import fetch_url
+from tortus_pg.ingest.parse import detect_kind, parse_document
+from tortus_pg.ingest.sources import SourceSpec
+from tortus_pg.ingest.store import SourceRecord, StoreResult, remove_source, store_document
+from tortus_pg.ingest.types import Limits
+
+
+@dataclass
+class IngestSummary:
+    results: list[StoreResult] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+    @property
+    def warned(self) -> list[StoreResult]:
+        return [r for r in self.results if r.warnings]
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    limits: Limits = Limits()
+    allow_private_urls: bool = False
+    ts_config: str = "english"
+
+
+def _read(spec: SourceSpec, options: IngestOptions) -> SourceRecord:
+    if spec.is_url:
+        snap = fetch_url(spec.location, limits=options.limits, allow_private=options.allow_private_urls)
+        return SourceRecord(
+            uri=spec.uri,
+            kind="url",
+            sha256=snap.sha256,
+            raw=snap.data,
+            content_type=snap.content_type,
+            etag=snap.etag,
+            last_modified=snap.last_modified,
+            retrieved_at=snap.retrieved_at,
+            subgraphs=spec.subgraphs,
+            metadata={**spec.metadata, "final_url": snap.final_url, "fetch_warnings": list(snap.warnings)},
+        )
+    path = Path(spec.location)
+    size = path.stat().st_size
+    if size > options.limits.max_file_bytes:
+        raise InvalidInput(
+            f"{path}: {size / 1e6:.1f} MB exceeds the {options.limits.max_file_bytes / 1e6:.1f} MB limit"
+            " (max_file_bytes)"
+        )
+    data = path.read_bytes()
+    return SourceRecord(
+        uri=spec.uri,
+        kind=detect_kind(path.name, None),
+        sha256=hashlib.sha256(data).hexdigest(),
+        raw=data,
+        subgraphs=spec.subgraphs,
+        metadata=dict(spec.metadata),
+    )
+
+
+def ingest_one(
+    conn: psycopg.Connection, tenant: str, spec: SourceSpec, embedder: Embedder, options: IngestOptions
+) -> StoreResult:
+    """Ingest one source in its own transaction."""
+    record = _read(spec, options)
+    with tenant_scope(conn, tenant):
+        row = conn.execute("select source_id, sha256 from tortus.source where uri = %s", [record.uri]).fetchone()
+    if row is not None and row[1] == record.sha256:
+        return StoreResult(record.uri, "unchanged", row[0])
+    assert record.raw is not None
+    name = spec.location.rsplit("/", 1)[-1]
+    doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
+    chunks = chunk_document(doc)
+    title = spec.metadata.get("title") or doc.title
+    extraction = extract_concepts(doc, chunks, title=title)
+    # Files are re-read from disk on demand; only URL snapshots keep their raw bytes.
+    stored = record if spec.is_url else replace(record, raw=None)
+    with tenant_scope(conn, tenant):
+        return store_document(conn, stored, doc, chunks, extraction, embedder, ts_config=options.ts_config)
+
+
+def ingest(
+    conn: psycopg.Connection,
+    tenant: str,
+    specs: Sequence[SourceSpec],
+    embedder: Embedder,
+    options: IngestOptions = IngestOptions(),
+    on_progress: Callable[[SourceSpec, StoreResult | None], None] | None = None,
+) -> IngestSummary:
+    """Ingest every source, collecting results and per-source failures."""
+    summary = IngestSummary()
+    for spec in specs:
+        result: StoreResult | None = None
+        try:
+            result = ingest_one(conn, tenant, spec, embedder, options)
+            summary.results.append(result)
+        except (TortusError, OSError) as exc:
+            summary.failed.append((spec.uri or spec.location, str(exc)))
+        except psycopg.errors.DataError as exc:
+            summary.failed.append((spec.uri or spec.location, f"rejected by the database: {exc}"))
+        if on_progress is not None:
+            on_progress(spec, result)
+    return summary
+
+
+def remove(conn: psycopg.Connection, tenant: str, uri: str) -> bool:
+    """Remove a source and what only it supported; return False if it was not there."""
+    with tenant_scope(conn, tenant):
+        return remove_source(conn, uri)

@@ -1,0 +1,105 @@
+"""Finding what to ingest: files, directories, URLs and sources.toml manifests."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from tortus_pg.errors import InvalidInput
+
+EXTENSIONS = (".md", ".mdx", ".txt", ".html", ".htm", ".pdf")
+MAX_MANIFEST_SOURCES = 100_000
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One thing to ingest: a file path or a URL, with its subgraphs and metadata."""
+
+    location: str
+    is_url: bool = False
+    uri: str = ""
+    subgraphs: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def demo_manifest() -> Path:
+    """The manifest of the demo corpus shipped with the package."""
+    return Path(str(files("tortus_pg"))) / "demo" / "sources.toml"
+
+
+def from_directory(
+    root: Path, subgraphs: tuple[str, ...], include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+) -> list[SourceSpec]:
+    """Supported files under `root`, recursively, filtered by glob patterns on relative paths."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if not path.is_file() or path.suffix.lower() not in EXTENSIONS:
+            continue
+        if include and not any(fnmatch.fnmatch(rel, p) for p in include):
+            continue
+        if any(fnmatch.fnmatch(rel, p) for p in exclude) or any(part.startswith(".") for part in Path(rel).parts):
+            continue
+        found.append(SourceSpec(str(path), uri=str(path.resolve()), subgraphs=subgraphs or (root.name,)))
+    return found
+
+
+def from_manifest(manifest: Path, uri_base: str | None = None) -> list[SourceSpec]:
+    """Sources listed in a TOML manifest; paths may not leave the manifest's directory."""
+    try:
+        data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidInput(f"{manifest}: cannot read manifest ({exc})") from None
+    entries = data.get("source", [])
+    if not isinstance(entries, list) or len(entries) > MAX_MANIFEST_SOURCES:
+        raise InvalidInput(f"{manifest}: expected up to {MAX_MANIFEST_SOURCES} [[source]] tables")
+    base = manifest.parent.resolve()
+    specs = []
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise InvalidInput(f"{manifest}: source #{n} is not a table")
+        subgraph = entry.get("subgraph")
+        subgraphs = (str(subgraph),) if subgraph else ()
+        metadata = entry.get("metadata", {})
+        if "url" in entry:
+            url = str(entry["url"])
+            if not is_url(url):
+                raise InvalidInput(f"{manifest}: source #{n}: url must start with http:// or https://")
+            specs.append(SourceSpec(url, True, url, subgraphs, metadata))
+            continue
+        if "path" not in entry:
+            raise InvalidInput(f"{manifest}: source #{n} needs a path or a url")
+        path = (base / str(entry["path"])).resolve()
+        if not path.is_relative_to(base):
+            raise InvalidInput(f"{manifest}: source #{n} path {entry['path']!r} leaves the manifest's directory")
+        uri = f"{uri_base}/{path.relative_to(base).as_posix()}" if uri_base else str(path)
+        specs.append(SourceSpec(str(path), False, uri, subgraphs, metadata))
+    return specs
+
+
+def resolve(
+    targets: list[str], subgraph: str | None, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+) -> list[SourceSpec]:
+    """Turn command-line targets (files, directories, URLs) into source specs."""
+    forced = (subgraph,) if subgraph else ()
+    specs: list[SourceSpec] = []
+    for target in targets:
+        if is_url(target):
+            specs.append(SourceSpec(target, True, target, forced))
+            continue
+        path = Path(target)
+        if path.is_dir():
+            specs.extend(from_directory(path, forced, include, exclude))
+        elif path.is_file():
+            specs.append(SourceSpec(str(path), uri=str(path.resolve()), subgraphs=forced or (path.parent.name,)))
+        else:
+            raise InvalidInput(f"{target}: no such file, directory or URL")
+    return specs
