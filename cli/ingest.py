@@ -47,7 +47,9 @@ def ingest(
     specs += sources.resolve(list(targets or []), subgraph, tuple(include), tuple(exclude))
     if not specs:
         raise InvalidInput("nothing to ingest: give files, directories, URLs, --manifest or --demo")
-    embedder = make_embedder(s.embedder, dim=s.embedding_dim)
+    embedder = make_embedder(
+        s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
+    )
     options = pipeline.IngestOptions(allow_private_urls=allow_private_urls, ts_config=s.text_search_config)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with owner_connection(ctx) as conn, Progress(*columns, console=err_console, transient=True) as bar:

@@ -28,10 +28,7 @@ insert into tortus.portal (tenant_id, src, dst, src_subgraph, dst_subgraph, kind
     from tortus.node c, tortus.node e where c.kind = 'chunk' and e.kind = 'entity';
 insert into tortus.evidence_span (tenant_id, source_id, start_char, end_char, node_id)
     select 'a', source_id, 0, 14, node_id from tortus.node where kind = 'chunk';
-insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf) select 'a', 'ledger', node_id, 1 from tortus.node where kind = 'chunk';
-insert into tortus.bm25_doc (tenant_id, node_id, doc_len) select 'a', node_id, 5 from tortus.node where kind = 'chunk';
-insert into tortus.bm25_term (tenant_id, lexeme, df) values ('a', 'ledger', 1);
-insert into tortus.bm25_corpus (tenant_id, n_docs, total_len) values ('a', 1, 5);
+-- bm25_posting, bm25_doc, bm25_term and bm25_corpus rows come from the chunk's tsvector (trigger).
 insert into tortus.embedding_cache (tenant_id, model, text_sha256, embedding) values ('a', 'hash:3', repeat('1', 64), '[1,0,0]');
 insert into tortus.query_trace (tenant_id, query, mode) values ('a', 'what?', 'hybrid');
 insert into tortus.eval_run (tenant_id, dataset) values ('a', 'demo');

@@ -28,6 +28,12 @@ class Settings:
     embedder: str = "minilm"
     embedding_dim: int = 384
     text_search_config: str = "english"
+    embed_base_url: str | None = None
+    embed_model: str | None = None
+    embed_api_key: str | None = field(default=None, repr=False)
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
 
     @property
     def state_dir(self) -> Path:
@@ -111,4 +117,11 @@ DEFAULT_TOML = """\
 
 # PostgreSQL text search configuration used for BM25 tokenization.
 # text_search_config = "english"
+
+# OpenAI-compatible endpoints (OpenAI, Azure, Ollama, vLLM) for embedder = "openai" and for
+# optional LLM extraction. Put keys in TORTUS_EMBED_API_KEY / TORTUS_LLM_API_KEY, not here.
+# embed_base_url = "http://localhost:11434/v1"
+# embed_model = "nomic-embed-text"
+# llm_base_url = "http://localhost:11434/v1"
+# llm_model = "llama3.1"
 """

@@ -142,11 +142,11 @@ def _upsert_source(conn: psycopg.Connection, r: SourceRecord, doc: Document, war
 
 
 def _ensure_subgraphs(conn: psycopg.Connection, names: Sequence[str]) -> None:
-    with conn.cursor() as cur:
-        cur.executemany(
-            "insert into tortus.subgraph (tenant_id, name) values (tortus.current_tenant(), %s) on conflict do nothing",
-            [(n,) for n in names],
-        )
+    conn.execute(
+        "insert into tortus.subgraph (tenant_id, name) select tortus.current_tenant(), unnest(%s::text[]) "
+        "on conflict do nothing",
+        [list(names)],
+    )
 
 
 def _insert_chunks(
@@ -160,62 +160,60 @@ def _insert_chunks(
     if not chunks:
         return []
     vectors = embed_cached(conn, embedder, [c.text for c in chunks])
-    title = r.metadata.get("title") or r.uri.rsplit("/", 1)[-1]
-    params = []
-    for chunk, vector in zip(chunks, vectors, strict=True):
-        label = " > ".join((str(title), *chunk.headings[-1:])) if chunk.headings else str(title)
-        props = {"index": chunk.index, "headings": list(chunk.headings), "page": chunk.page}
-        params.append(
-            [
-                f"{source_id}:{chunk.index}",
-                label,
-                chunk.text,
-                source_id,
-                vector,
-                embedder.name,
-                ts_config,
-                chunk.text,
-                Jsonb(props),
-            ]
-        )
-    with conn.cursor() as cur:
-        ids = _insert_returning(
-            cur,
-            """
-            insert into tortus.node (tenant_id, kind, key, label, text, source_id, embedding,
-                                     embedding_model, tsv, props)
-            values (tortus.current_tenant(), 'chunk', %s, %s, %s, %s, %s, %s,
-                    to_tsvector(%s::regconfig, %s), %s)
-            returning node_id
-            """,
-            params,
-        )
-        cur.executemany(
-            "insert into tortus.evidence_span (tenant_id, source_id, start_char, end_char, page, node_id) "
-            "values (tortus.current_tenant(), %s, %s, %s, %s, %s)",
-            [(source_id, c.start, c.end, c.page, i) for c, i in zip(chunks, ids, strict=True)],
-        )
-        cur.executemany(
-            "insert into tortus.edge (tenant_id, src, dst, type, weight, source_id, provenance) "
-            "values (tortus.current_tenant(), %s, %s, 'next', %s, %s, %s)",
-            [(a, b, NEXT_WEIGHT, source_id, Jsonb({"rule": "reading_order"})) for a, b in zip(ids, ids[1:], strict=False)],
-        )
+    title = str(r.metadata.get("title") or r.uri.rsplit("/", 1)[-1])
+    keys = [f"{source_id}:{c.index}" for c in chunks]
+    rows = conn.execute(
+        """
+        insert into tortus.node (tenant_id, kind, key, label, text, source_id, embedding,
+                                 embedding_model, tsv, props)
+        select tortus.current_tenant(), 'chunk', k, l, x, %(source)s, v::vector, %(model)s,
+               to_tsvector(%(cfg)s::regconfig, x), p
+        from unnest(%(keys)s::text[], %(labels)s::text[], %(texts)s::text[], %(vectors)s::text[],
+                    %(props)s::jsonb[]) as t(k, l, x, v, p)
+        returning key, node_id
+        """,
+        {
+            "source": source_id,
+            "model": embedder.name,
+            "cfg": ts_config,
+            "keys": keys,
+            "labels": [" > ".join((title, *c.headings[-1:])) for c in chunks],
+            "texts": [c.text for c in chunks],
+            "vectors": ["[" + ",".join(map(repr, v.tolist())) + "]" for v in vectors],
+            "props": [Jsonb({"index": c.index, "headings": list(c.headings), "page": c.page}) for c in chunks],
+        },
+    ).fetchall()
+    by_key = {k: int(i) for k, i in rows}
+    ids = [by_key[k] for k in keys]
+    conn.execute(
+        "insert into tortus.evidence_span (tenant_id, source_id, start_char, end_char, page, node_id) "
+        "select tortus.current_tenant(), %s, s, e, p, n "
+        "from unnest(%s::int[], %s::int[], %s::int[], %s::bigint[]) as t(s, e, p, n)",
+        [source_id, [c.start for c in chunks], [c.end for c in chunks], [c.page for c in chunks], ids],
+    )
+    conn.execute(
+        "insert into tortus.edge (tenant_id, src, dst, type, weight, source_id, provenance) "
+        "select tortus.current_tenant(), a, b, 'next', %s, %s, %s from unnest(%s::bigint[], %s::bigint[]) as t(a, b)",
+        [NEXT_WEIGHT, source_id, Jsonb({"rule": "reading_order"}), ids[:-1], ids[1:]],
+    )
     return ids
 
 
 def _upsert_concepts(conn: psycopg.Connection, extraction: Extraction) -> dict[str, int]:
-    with conn.cursor() as cur:
-        ids = _insert_returning(
-            cur,
-            """
-            insert into tortus.node (tenant_id, kind, key, label, text)
-            values (tortus.current_tenant(), %s, %s, %s, %s)
-            on conflict (tenant_id, kind, key) do update set freshness = now()
-            returning node_id
-            """,
-            [[c.kind, c.key, c.label, c.label] for c in extraction.concepts],
-        )
-    return {c.key: i for c, i in zip(extraction.concepts, ids, strict=True)}
+    concepts = {(c.kind, c.key): c for c in extraction.concepts}
+    if not concepts:
+        return {}
+    rows = conn.execute(
+        """
+        insert into tortus.node (tenant_id, kind, key, label, text)
+        select tortus.current_tenant(), k, y, l, l from unnest(%s::text[], %s::text[], %s::text[]) as t(k, y, l)
+        on conflict (tenant_id, kind, key) do update set freshness = now()
+        returning kind, key, node_id
+        """,
+        [[k for k, _ in concepts], [y for _, y in concepts], [c.label for c in concepts.values()]],
+    ).fetchall()
+    by_kind_key = {(k, y): int(i) for k, y, i in rows}
+    return {c.key: by_kind_key[(c.kind, c.key)] for c in extraction.concepts}
 
 
 def _insert_edges(
@@ -238,58 +236,48 @@ def _insert_edges(
             best = typed.get((src, dst, e.type))
             if best is None or e.confidence > best[0]:
                 typed[(src, dst, e.type)] = (e.confidence, e.rule, e.evidence.start, e.evidence.end)
-    with conn.cursor() as cur:
-        mention_ids = _insert_returning(
-            cur,
+    spans: list[tuple[int, int, int]] = []
+    if mentions:
+        rows = conn.execute(
             "insert into tortus.edge (tenant_id, src, dst, type, weight, source_id, provenance) "
-            "values (tortus.current_tenant(), %s, %s, 'mentions', %s, %s, %s) returning edge_id",
-            [[c, k, MENTION_WEIGHT, source_id, Jsonb({"rule": "mention"})] for c, k in mentions],
-        )
-        typed_ids = _insert_returning(
-            cur,
+            "select tortus.current_tenant(), a, b, 'mentions', %s, %s, %s from unnest(%s::bigint[], %s::bigint[]) "
+            "as t(a, b) returning src, dst, edge_id",
+            [MENTION_WEIGHT, source_id, Jsonb({"rule": "mention"}), [a for a, _ in mentions], [b for _, b in mentions]],
+        ).fetchall()
+        spans += [(*mentions[(a, b)], i) for a, b, i in rows]
+    if typed:
+        rows = conn.execute(
             """
             insert into tortus.edge (tenant_id, src, dst, type, weight, confidence, provenance)
-            values (tortus.current_tenant(), %s, %s, %s, %s, %s, %s)
+            select tortus.current_tenant(), a, b, y, greatest(c, 0.05), c, jsonb_build_object('rule', r)
+            from unnest(%s::bigint[], %s::bigint[], %s::text[], %s::real[], %s::text[]) as t(a, b, y, c, r)
             on conflict (tenant_id, src, dst, type) do update
                 set confidence = greatest(tortus.edge.confidence, excluded.confidence),
                     weight = greatest(tortus.edge.weight, excluded.weight)
-            returning edge_id
+            returning src, dst, type, edge_id
             """,
             [
-                [s, d, t, max(conf, 0.05), conf, Jsonb({"rule": rule})]
-                for (s, d, t), (conf, rule, _, _) in typed.items()
+                [k[0] for k in typed], [k[1] for k in typed], [k[2] for k in typed],
+                [v[0] for v in typed.values()], [v[1] for v in typed.values()],
             ],
-        )
-        spans = [(source_id, a, b, i) for (a, b), i in zip(mentions.values(), mention_ids, strict=True)]
-        spans += [(source_id, a, b, i) for (_, _, a, b), i in zip(typed.values(), typed_ids, strict=True)]
-        cur.executemany(
+        ).fetchall()
+        spans += [(typed[(a, b, y)][2], typed[(a, b, y)][3], i) for a, b, y, i in rows]
+    if spans:
+        conn.execute(
             "insert into tortus.evidence_span (tenant_id, source_id, start_char, end_char, edge_id) "
-            "values (tortus.current_tenant(), %s, %s, %s, %s)",
-            spans,
+            "select tortus.current_tenant(), %s, s, e, i from unnest(%s::int[], %s::int[], %s::bigint[]) as t(s, e, i)",
+            [source_id, [x[0] for x in spans], [x[1] for x in spans], [x[2] for x in spans]],
         )
-    return len(mention_ids) + len(typed_ids)
-
-
-def _insert_returning(cur: psycopg.Cursor[Any], query: str, params: Sequence[Sequence[Any]]) -> list[int]:
-    """Run `query` once per parameter row in one pipelined batch; return the first column of each."""
-    if not params:
-        return []
-    cur.executemany(query, params, returning=True)
-    ids = []
-    while True:
-        row = cur.fetchone()
-        assert row is not None
-        ids.append(int(row[0]))
-        if not cur.nextset():
-            return ids
+    return len(spans)
 
 
 def _memberships(conn: psycopg.Connection, subgraphs: Sequence[str], node_ids: Sequence[int]) -> None:
-    with conn.cursor() as cur:
-        cur.executemany(
+    if subgraphs and node_ids:
+        conn.execute(
             "insert into tortus.membership (tenant_id, node_id, subgraph) "
-            "values (tortus.current_tenant(), %s, %s) on conflict do nothing",
-            [(n, s) for s in subgraphs for n in node_ids],
+            "select tortus.current_tenant(), n, s from unnest(%s::bigint[]) as n, unnest(%s::text[]) as s "
+            "on conflict do nothing",
+            [list(node_ids), list(subgraphs)],
         )
 
 

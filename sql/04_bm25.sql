@@ -1,0 +1,260 @@
+-- Exact BM25 statistics, kept consistent with tortus.node inside the writing transaction.
+--
+-- Every chunk node with a tsvector is one BM25 document. For each we keep one posting per
+-- distinct lexeme (tf = number of positions of the lexeme, 1 for a lexeme stored without
+-- positions), the document length (sum of tf), the document frequency of each lexeme and the
+-- per-tenant corpus totals. Triggers on tortus.node maintain them; tortus.bm25_rebuild()
+-- recomputes them from scratch.
+--
+-- The functions run as the invoker: the application role writes its own tenant's rows under
+-- row-level security (its grants cover the bm25 tables), so nothing here is SECURITY DEFINER.
+--
+-- Concurrency: every writer of a tenant's statistics locks (or creates) that tenant's
+-- bm25_corpus row before any bm25_term row. Two transactions ingesting into one tenant
+-- therefore queue on the corpus row instead of deadlocking on term rows locked in different
+-- orders; term rows are also touched in (tenant_id, lexeme) order within each statement.
+-- The corpus row lock is held until commit, so keep slow work (embedding) before the first
+-- chunk is written.
+
+create or replace function tortus.bm25_terms(tsv tsvector)
+returns table (lexeme text, tf integer)
+language sql immutable parallel safe
+begin atomic
+    select l.lexeme, coalesce(array_length(l.positions, 1), 1)
+    from unnest(tsv) as l;
+end;
+
+comment on function tortus.bm25_terms(tsvector) is
+'The BM25 terms of a tsvector: one row per distinct lexeme with its term frequency (the number '
+'of positions, or 1 for a lexeme stored without positions, e.g. after strip()). A tsvector '
+'keeps at most 256 positions per lexeme, and positions past 16383 collapse into one, so tf '
+'is exact for texts up to 16383 words.';
+
+create or replace function tortus.bm25_doc_len(tsv tsvector)
+returns integer
+language sql immutable parallel safe
+return (select coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0)::integer
+        from unnest(tsv) as l);
+
+comment on function tortus.bm25_doc_len(tsvector) is
+'BM25 document length of a tsvector: the sum of tf over its lexemes (see tortus.bm25_terms).';
+
+create or replace function tortus.bm25_apply(
+    p_tenant text[], p_node bigint[], p_old tsvector[], p_new tsvector[]
+) returns void
+language plpgsql
+set search_path = pg_catalog
+as $$
+declare
+    c record;
+    d_tenant text[];
+    d_lexeme text[];
+    d_delta integer[];
+begin
+    -- Corpus rows first (see the file header): they serialize a tenant's writers.
+    for c in
+        select x.tenant_id,
+               count(x.new_tsv) - count(x.old_tsv) as n,
+               coalesce(sum(tortus.bm25_doc_len(x.new_tsv)), 0)
+                 - coalesce(sum(tortus.bm25_doc_len(x.old_tsv)), 0) as len
+        from unnest(p_tenant, p_old, p_new) as x (tenant_id, old_tsv, new_tsv)
+        group by x.tenant_id
+        order by x.tenant_id
+    loop
+        if c.n >= 0 and c.len >= 0 then
+            insert into tortus.bm25_corpus as k (tenant_id, n_docs, total_len)
+            values (c.tenant_id, c.n, c.len)
+            on conflict (tenant_id) do update
+                set n_docs = k.n_docs + excluded.n_docs, total_len = k.total_len + excluded.total_len;
+        else
+            -- Removals only shrink an existing row. No upsert here: when a tenant is deleted,
+            -- its corpus row may already be gone, and re-creating it would break its foreign key.
+            update tortus.bm25_corpus k
+            set n_docs = k.n_docs + c.n, total_len = k.total_len + c.len
+            where k.tenant_id = c.tenant_id;
+        end if;
+    end loop;
+
+    -- Net document-frequency change per term: +1 per new document holding it, -1 per old one.
+    select array_agg(t.tenant_id order by t.tenant_id, t.lexeme),
+           array_agg(t.lexeme order by t.tenant_id, t.lexeme),
+           array_agg(t.delta order by t.tenant_id, t.lexeme)
+    into d_tenant, d_lexeme, d_delta
+    from (
+        select s.tenant_id, s.lexeme, sum(s.sign)::integer as delta
+        from (
+            select x.tenant_id, l.lexeme, 1 as sign
+            from unnest(p_tenant, p_new) as x (tenant_id, tsv), unnest(x.tsv) as l
+            union all
+            select x.tenant_id, l.lexeme, -1
+            from unnest(p_tenant, p_old) as x (tenant_id, tsv), unnest(x.tsv) as l
+        ) s
+        group by s.tenant_id, s.lexeme
+        having sum(s.sign) <> 0
+    ) t;
+
+    -- Postings and lengths: the old contribution goes (after a delete the foreign-key cascade
+    -- has already removed it), the new one comes in.
+    delete from tortus.bm25_posting p
+    using unnest(p_tenant, p_node, p_old) as x (tenant_id, node_id, tsv)
+    where x.tsv is not null and p.tenant_id = x.tenant_id and p.node_id = x.node_id;
+    delete from tortus.bm25_doc dl
+    using unnest(p_tenant, p_node, p_old) as x (tenant_id, node_id, tsv)
+    where x.tsv is not null and dl.tenant_id = x.tenant_id and dl.node_id = x.node_id;
+    insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf)
+    select x.tenant_id, t.lexeme, x.node_id, t.tf
+    from unnest(p_tenant, p_node, p_new) as x (tenant_id, node_id, tsv),
+         tortus.bm25_terms(x.tsv) as t
+    where x.tsv is not null;
+    insert into tortus.bm25_doc (tenant_id, node_id, doc_len)
+    select x.tenant_id, x.node_id, tortus.bm25_doc_len(x.tsv)
+    from unnest(p_tenant, p_node, p_new) as x (tenant_id, node_id, tsv)
+    where x.tsv is not null;
+
+    if d_lexeme is null then
+        return;
+    end if;
+    -- Term rows in (tenant_id, lexeme) order: increments by upsert, then decrements, whose
+    -- rows are locked in order first (an UPDATE ... FROM locks in join order).
+    insert into tortus.bm25_term as t (tenant_id, lexeme, df)
+    select d.tenant_id, d.lexeme, d.delta
+    from unnest(d_tenant, d_lexeme, d_delta) with ordinality as d (tenant_id, lexeme, delta, i)
+    where d.delta > 0
+    order by d.i
+    on conflict (tenant_id, lexeme) do update set df = t.df + excluded.df;
+    if exists (select from unnest(d_delta) as d (delta) where d.delta < 0) then
+        perform
+        from tortus.bm25_term t
+        join unnest(d_tenant, d_lexeme, d_delta) as d (tenant_id, lexeme, delta)
+          on t.tenant_id = d.tenant_id and t.lexeme = d.lexeme
+        where d.delta < 0
+        order by t.tenant_id, t.lexeme
+        for update of t;
+        -- A term whose df reaches 0 goes; a df below 0 would mean the statistics had drifted
+        -- from tortus.node, and the check constraint says so (repair: tortus.bm25_rebuild).
+        delete from tortus.bm25_term t
+        using unnest(d_tenant, d_lexeme, d_delta) as d (tenant_id, lexeme, delta)
+        where d.delta < 0 and t.tenant_id = d.tenant_id and t.lexeme = d.lexeme
+          and t.df + d.delta = 0;
+        update tortus.bm25_term t
+        set df = t.df + d.delta
+        from unnest(d_tenant, d_lexeme, d_delta) as d (tenant_id, lexeme, delta)
+        where d.delta < 0 and t.tenant_id = d.tenant_id and t.lexeme = d.lexeme;
+    end if;
+end
+$$;
+
+comment on function tortus.bm25_apply(text[], bigint[], tsvector[], tsvector[]) is
+'Apply a batch of document changes to the BM25 statistics. Element i of the parallel arrays '
+'is one node: its tenant, its id, the tsvector it was counted with (NULL if it was not a BM25 '
+'document) and the one it counts with now (NULL if it no longer is one). Called by the '
+'triggers on tortus.node; runs as the invoker, under row-level security.';
+
+create or replace function tortus.bm25_node_changes() returns trigger
+language plpgsql
+set search_path = pg_catalog
+as $$
+begin
+    if tg_op = 'INSERT' then
+        perform tortus.bm25_apply(array_agg(n.tenant_id), array_agg(n.node_id),
+                                  array_agg(null::tsvector), array_agg(n.tsv))
+        from new_rows n
+        where n.kind = 'chunk' and n.tsv is not null
+        having count(*) > 0;
+    elsif tg_op = 'DELETE' then
+        perform tortus.bm25_apply(array_agg(o.tenant_id), array_agg(o.node_id),
+                                  array_agg(o.tsv), array_agg(null::tsvector))
+        from old_rows o
+        where o.kind = 'chunk' and o.tsv is not null
+        having count(*) > 0;
+    end if;
+    return null;
+end
+$$;
+
+comment on function tortus.bm25_node_changes() is
+'Statement trigger on tortus.node (inserts and deletes, with transition tables new_rows / '
+'old_rows): adds or removes the BM25 statistics of the chunk nodes written, in one batch.';
+
+create or replace function tortus.bm25_node_update() returns trigger
+language plpgsql
+set search_path = pg_catalog
+as $$
+begin
+    perform tortus.bm25_apply(
+        array[new.tenant_id], array[new.node_id],
+        array[case when old.kind = 'chunk' then old.tsv end],
+        array[case when new.kind = 'chunk' then new.tsv end]);
+    return null;
+end
+$$;
+
+comment on function tortus.bm25_node_update() is
+'Row trigger on tortus.node (updates of tsv or kind): replaces the node''s old BM25 '
+'contribution with its new one; a node turning into or out of a chunk is added or removed.';
+
+-- Inserts and deletes come in bulk (ingest, re-ingest, source removal), so they are handled
+-- per statement. Updates stay per row: a statement trigger with transition tables may not
+-- name columns, so it would copy every updated row (embeddings included) on every update of
+-- tortus.node, such as a layout pass rewriting theta and phi.
+create or replace trigger bm25_node_insert
+    after insert on tortus.node
+    referencing new table as new_rows
+    for each statement execute function tortus.bm25_node_changes();
+
+create or replace trigger bm25_node_delete
+    after delete on tortus.node
+    referencing old table as old_rows
+    for each statement execute function tortus.bm25_node_changes();
+
+create or replace trigger bm25_node_update
+    after update of tsv, kind on tortus.node
+    for each row
+    when ((old.kind = 'chunk' or new.kind = 'chunk')
+          and (old.kind is distinct from new.kind or old.tsv is distinct from new.tsv))
+    execute function tortus.bm25_node_update();
+
+create or replace function tortus.bm25_rebuild(p_tenant text) returns bigint
+language plpgsql
+set search_path = pg_catalog
+as $$
+declare
+    n bigint;
+begin
+    if not exists (select from tortus.tenant t where t.tenant_id = p_tenant) then
+        raise exception 'no tenant %', p_tenant using errcode = '22023';
+    end if;
+    -- Lock the corpus row first, as the triggers do, so a rebuild queues behind ingest.
+    insert into tortus.bm25_corpus as k (tenant_id) values (p_tenant)
+    on conflict (tenant_id) do update set n_docs = 0, total_len = 0;
+    delete from tortus.bm25_posting p where p.tenant_id = p_tenant;
+    delete from tortus.bm25_doc d where d.tenant_id = p_tenant;
+    delete from tortus.bm25_term t where t.tenant_id = p_tenant;
+    insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf)
+    select n.tenant_id, t.lexeme, n.node_id, t.tf
+    from tortus.node n, tortus.bm25_terms(n.tsv) as t
+    where n.tenant_id = p_tenant and n.kind = 'chunk' and n.tsv is not null;
+    insert into tortus.bm25_doc (tenant_id, node_id, doc_len)
+    select n.tenant_id, n.node_id, tortus.bm25_doc_len(n.tsv)
+    from tortus.node n
+    where n.tenant_id = p_tenant and n.kind = 'chunk' and n.tsv is not null;
+    insert into tortus.bm25_term (tenant_id, lexeme, df)
+    select p.tenant_id, p.lexeme, count(*)
+    from tortus.bm25_posting p
+    where p.tenant_id = p_tenant
+    group by p.tenant_id, p.lexeme
+    order by p.lexeme;
+    update tortus.bm25_corpus k
+    set n_docs = s.n_docs, total_len = s.total_len
+    from (select count(*) as n_docs, coalesce(sum(d.doc_len), 0) as total_len
+          from tortus.bm25_doc d where d.tenant_id = p_tenant) s
+    where k.tenant_id = p_tenant
+    returning k.n_docs into n;
+    return n;
+end
+$$;
+
+comment on function tortus.bm25_rebuild(text) is
+'Recompute all BM25 statistics (postings, document lengths, document frequencies, corpus '
+'totals) of one tenant from tortus.node; returns the number of documents. For repair, and to '
+'verify the triggers: on consistent statistics it changes nothing.';

@@ -1,0 +1,177 @@
+"""HTML to markdown-like text: trafilatura for the main content, a BeautifulSoup walk when
+trafilatura finds nothing. The libraries are imported here, so that parse.parse_document
+loads them before it caps the memory of a parser process."""
+
+from __future__ import annotations
+
+import codecs
+import re
+import warnings
+from html import unescape
+
+import trafilatura
+from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
+from bs4.element import NavigableString, PreformattedString, Tag
+
+from tortus_pg.ingest.types import Document, Limits
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_DROP = frozenset(
+    {"script", "style", "nav", "noscript", "template", "head", "svg", "iframe", "object"}
+    | {"embed", "canvas", "select"}
+)
+_BLOCKS = frozenset(
+    {"[document]", "html", "body", "main", "article", "section", "aside", "header", "footer"}
+    | {"div", "p", "blockquote", "address", "details", "summary", "dialog", "figure"}
+    | {"figcaption", "form", "fieldset", "dl", "dt", "dd", "ol", "ul", "table", "thead"}
+    | {"tbody", "tfoot", "caption", "br", "hr"}
+)
+# WHATWG decodes these labels as windows-1252, and so do browsers.
+_CP1252_LABELS = frozenset({"ascii", "us-ascii", "iso-8859-1", "iso8859-1", "latin-1", "latin1"})
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.I)
+_META_CHARSET = re.compile(rb"<meta[^>]{0,512}?charset\s*=\s*[\"']?\s*([\w.:-]+)", re.I)
+_XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_TAG = re.compile(r"<[^>]*>")
+
+
+def parse_html(data: bytes, name: str, limits: Limits, *, content_type: str | None = None) -> Document:
+    """Decode HTML bytes and extract its text with `#` headings; warnings say when the
+    charset needed replacement characters or the simple extractor was used."""
+    notes: list[str] = []
+    markup = _XML_INVALID.sub("", _decode(data, content_type, notes))
+    text = _main_content(markup, notes)
+    if text is None:
+        text = html_to_text(markup)
+    return Document(text=text, kind="html", title=_title(markup), warnings=tuple(notes))
+
+
+def html_to_text(markup: str) -> str:
+    """Render HTML as text with BeautifulSoup: h1..h6 become `#` lines, blocks are
+    separated by blank lines, list items and table rows get a line each; script, style
+    and navigation are dropped."""
+    with warnings.catch_warnings():
+        # Short markup that looks like a path, or XHTML, is still HTML we were handed.
+        warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        # lxml rather than html.parser: the latter is quadratic on some crafted input.
+        soup = BeautifulSoup(markup, "lxml")
+
+    blocks: list[tuple[str, str]] = []  # (text, group): adjacent items of a group share lines
+    words: list[str] = []
+
+    def flush() -> None:
+        if text := " ".join("".join(words).split()):
+            blocks.append((text, ""))
+        words.clear()
+
+    # An explicit stack, not recursion: nesting depth is up to the page author.
+    stack: list[object] = [soup]
+    while stack:
+        node = stack.pop()
+        if node is flush:
+            flush()
+        elif isinstance(node, NavigableString):
+            if not isinstance(node, PreformattedString):
+                words.append(str(node))
+        elif isinstance(node, Tag) and node.name not in _DROP:
+            name = node.name
+            if name in _HEADINGS:
+                flush()
+                if text := _collapse(node.get_text(" ")):
+                    blocks.append(("#" * _HEADINGS[name] + " " + text, ""))
+            elif name == "pre":
+                flush()
+                if text := node.get_text().strip("\n"):
+                    blocks.append((f"```\n{text}\n```", ""))
+            elif name == "li":
+                flush()
+                if text := _collapse(node.get_text(" ")):
+                    blocks.append(("- " + text, "li"))
+            elif name == "tr":
+                flush()
+                cells = (_collapse(c.get_text(" ")) for c in node.find_all(["td", "th"]))
+                if row := " | ".join(c for c in cells if c):
+                    blocks.append((row, "tr"))
+            elif name in _BLOCKS:
+                flush()
+                stack.append(flush)
+                stack.extend(reversed(node.contents))
+            else:
+                stack.extend(reversed(node.contents))
+    flush()
+
+    parts: list[str] = []
+    for i, (text, group) in enumerate(blocks):
+        if i:
+            parts.append("\n" if group and group == blocks[i - 1][1] else "\n\n")
+        parts.append(text)
+    return "".join(parts)
+
+
+def _main_content(markup: str, notes: list[str]) -> str | None:
+    try:
+        text = trafilatura.extract(
+            markup,
+            output_format="markdown",
+            include_tables=True,
+            include_links=False,
+            include_comments=False,
+            include_images=False,
+        )
+    except MemoryError:
+        raise
+    except Exception as e:  # lxml and trafilatura raise assorted errors on broken markup
+        notes.append(f"trafilatura failed ({type(e).__name__}); used the simple extractor")
+        return None
+    if text is None or not text.strip():
+        notes.append("trafilatura found no main content; used the simple extractor, which may keep boilerplate")
+        return None
+    return text
+
+
+def _decode(data: bytes, content_type: str | None, notes: list[str]) -> str:
+    if data.startswith(codecs.BOM_UTF8):
+        label = "utf-8-sig"
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        label = "utf-16"
+    elif content_type and (header := _HEADER_CHARSET.search(content_type)):
+        label = header.group(1)
+    elif meta := _META_CHARSET.search(data[:4096]):
+        label = meta.group(1).decode("ascii")
+        # A meta tag in bytes we could read as ASCII cannot truly be UTF-16 (WHATWG rule).
+        if label.lower().startswith("utf-16"):
+            label = "utf-8"
+    else:
+        label = "utf-8"
+    try:
+        charset = codecs.lookup(label).name
+    except LookupError:
+        notes.append(f"unknown charset {label!r}; decoded as UTF-8")
+        charset = "utf-8"
+    if label.lower() in _CP1252_LABELS:
+        charset = "cp1252"
+    try:
+        return data.decode(charset)
+    except UnicodeDecodeError:
+        notes.append(f"bytes that are not valid {charset} were replaced with U+FFFD")
+        return data.decode(charset, errors="replace")
+
+
+def _title(markup: str) -> str | None:
+    for tag in ("title", "h1"):
+        if (opening := re.search(rf"<{tag}[\s>]", markup, re.I)) is None:
+            continue
+        end_of_tag = markup.find(">", opening.end() - 1)
+        if end_of_tag < 0:
+            continue
+        closing = re.compile(rf"</{tag}\s*>", re.I).search(markup, end_of_tag)
+        if closing is None:
+            continue
+        inner = _TAG.sub(" ", markup[end_of_tag + 1 : closing.start()][:2000])
+        if title := _collapse(unescape(inner)):
+            return title
+    return None
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
