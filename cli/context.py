@@ -31,8 +31,9 @@ def build_settings(workspace: Path | None, database_url_: str | None, tenant: st
 
 @contextmanager
 def owner_connection(ctx: typer.Context, *, migrated: bool = True) -> Iterator[psycopg.Connection]:
-    """A connection as the owner role; commits on success, rolls back on error."""
+    """An idle connection as the owner role (commands commit their own transactions)."""
     with connect(database_url(settings(ctx))) as conn:
         if migrated:
             require_current(conn)
+            conn.rollback()  # end the check's implicit transaction so later work commits on its own
         yield conn

@@ -12,6 +12,7 @@ from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.ingest import pipeline, sources
+from tortus_pg.indexing import IndexReport, build_index
 from tortus_pg.ingest.store import source_summary
 
 from .context import console, err_console, owner_connection, settings
@@ -22,20 +23,13 @@ sources_app = typer.Typer(help="List, inspect and remove ingested sources.", no_
 def ingest(
     ctx: typer.Context,
     targets: list[str] = typer.Argument(None, help="Files, directories or http(s) URLs."),
-    manifest: Path = typer.Option(
-        None, "--manifest", "-m", help="A sources.toml listing paths/URLs with subgraphs and metadata."
-    ),
+    manifest: Path = typer.Option(None, "--manifest", "-m", help="A sources.toml of paths/URLs with subgraphs."),
     demo: bool = typer.Option(False, "--demo", help="Ingest the built-in demo corpus."),
-    subgraph: str = typer.Option(
-        None, "--subgraph", "-s", help="Put every source in this subgraph (default: its directory name)."
-    ),
-    include: list[str] = typer.Option(
-        [], "--include", help="Glob on paths inside directories to include (repeatable)."
-    ),
-    exclude: list[str] = typer.Option([], "--exclude", help="Glob on paths inside directories to skip (repeatable)."),
-    allow_private_urls: bool = typer.Option(
-        False, "--allow-private-urls", help="Allow URLs on loopback/private networks."
-    ),
+    subgraph: str = typer.Option(None, "--subgraph", "-s", help="Subgraph for every source (default: its folder)."),
+    include: list[str] = typer.Option([], "--include", help="Glob on paths inside directories to include."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Glob on paths inside directories to skip."),
+    allow_private_urls: bool = typer.Option(False, "--allow-private-urls", help="Allow loopback/private URLs."),
+    reindex: bool = typer.Option(True, "--index/--no-index", help="Lay out the graph and rebuild portals after."),
 ) -> None:
     """Ingest documents (.md .mdx .txt .html .htm .pdf, directories, URLs) into the concept graph."""
     s = settings(ctx)
@@ -52,6 +46,7 @@ def ingest(
     )
     options = pipeline.IngestOptions(allow_private_urls=allow_private_urls, ts_config=s.text_search_config)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    report = None
     with owner_connection(ctx) as conn, Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("ingesting", total=len(specs))
         summary = pipeline.ingest(
@@ -62,18 +57,41 @@ def ingest(
             options,
             on_progress=lambda spec, _: bar.update(task, advance=1, description=Path(spec.location).name[:40]),
         )
+        if reindex and (summary.count("ingested") or summary.count("updated")):
+            bar.update(task, description="indexing")
+            report = build_index(conn, s.tenant)
     chunks = sum(r.chunks for r in summary.results)
     console.print(
         f"{summary.count('ingested')} ingested, {summary.count('updated')} updated, "
         f"{summary.count('unchanged')} unchanged, {len(summary.warned)} with warnings, "
         f"{len(summary.failed)} failed ({chunks} chunks written)"
     )
+    if report is not None:
+        print_index_report(report)
     for r in summary.warned:
         console.print(f"[yellow]warning[/] {r.uri}: {'; '.join(r.warnings)}")
     for uri, reason in summary.failed:
         console.print(f"[red]failed[/] {uri}: {reason}")
     if summary.failed:
         raise typer.Exit(1)
+
+
+def print_index_report(report: IndexReport) -> None:
+    console.print(
+        f"index: {report.chunks_placed} chunks and {report.concepts_placed} concepts placed on the {report.layout} "
+        f"layout, {report.portals} portals, vector index {report.vector_index or 'none'}"
+    )
+
+
+def index(
+    ctx: typer.Context,
+    layout: str = typer.Option("torus", "--layout", help="Coordinates: torus, euclidean or random (for ablations)."),
+    seed: int = typer.Option(0, help="Seed for the random layout."),
+) -> None:
+    """Lay out the graph on the torus, place concepts, rebuild portals and the HNSW index."""
+    s = settings(ctx)
+    with owner_connection(ctx) as conn:
+        print_index_report(build_index(conn, s.tenant, layout=layout, seed=seed))
 
 
 @sources_app.command("list")

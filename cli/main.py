@@ -27,6 +27,7 @@ app.add_typer(tenant_cli.tenant_app, name="tenant")
 app.add_typer(tenant_cli.key_app, name="key")
 app.add_typer(ingest_cli.sources_app, name="sources")
 app.command("ingest")(ingest_cli.ingest)
+app.command("index")(ingest_cli.index)
 
 
 @app.callback()

@@ -13,7 +13,7 @@ from psycopg import sql
 
 from tortus_pg import embedded
 from tortus_pg.config import Settings
-from tortus_pg.errors import DatabaseUnavailable, InvalidInput, TenantNotFound
+from tortus_pg.errors import DatabaseUnavailable, InvalidInput, TenantNotFound, TortusError
 
 APP_ROLE = "tortus_app"
 ANALYST_ROLE = "tortus_analyst"
@@ -55,6 +55,12 @@ def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
     if not autocommit:
         conn.rollback()
     return conn
+
+
+def require_idle(conn: psycopg.Connection, what: str) -> None:
+    """Refuse a connection inside a transaction where `what` must commit its own work."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise TortusError(f"{what} commits as it goes: pass a connection with no open transaction")
 
 
 def check_tenant_id(tenant: str) -> str:

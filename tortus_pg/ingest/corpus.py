@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg
 
-from tortus_pg.db import tenant_scope
+from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.ingest.chunking import chunk_document
@@ -72,7 +72,8 @@ def ingest_passages(
     ts_config: str = "english",
     on_batch: Callable[[int], None] | None = None,
 ) -> IngestSummary:
-    """Store passages as sources `<uri_prefix><id>`, one transaction per batch."""
+    """Store passages as sources `<uri_prefix><id>`, one committed transaction per batch."""
+    require_idle(conn, "corpus ingestion")
     summary = IngestSummary()
     for batch in _batches(passages, batch_size):
         prepared = []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psycopg
 
-from tortus_pg.db import tenant_scope
+from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
 from tortus_pg.ingest.chunking import chunk_document
@@ -107,7 +107,8 @@ def ingest(
     options: IngestOptions = IngestOptions(),
     on_progress: Callable[[SourceSpec, StoreResult | None], None] | None = None,
 ) -> IngestSummary:
-    """Ingest every source, collecting results and per-source failures."""
+    """Ingest every source, each in its own committed transaction; collect per-source failures."""
+    require_idle(conn, "ingest")
     summary = IngestSummary()
     for spec in specs:
         result: StoreResult | None = None

@@ -1,0 +1,51 @@
+"""`tortus-pg index`: torus coordinates, concept placement, portals and the vector index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+
+from tortus_pg.db import tenant_scope
+from tortus_pg.errors import InvalidInput
+from tortus_pg.layout import coordinates
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    layout: str
+    chunks_placed: int
+    concepts_placed: int
+    portals: int
+    vector_index: str | None
+
+
+def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus", seed: int = 0) -> IndexReport:
+    """Lay out the tenant's graph, rebuild its portals and ensure the HNSW index (owner connection)."""
+    with tenant_scope(conn, tenant):
+        rows = conn.execute(
+            "select node_id, embedding from tortus.node "
+            "where tenant_id = tortus.current_tenant() and kind = 'chunk' and embedding is not null order by node_id"
+        ).fetchall()
+        vectors = [v.to_numpy() for _, v in rows]
+        dims = sorted({len(v) for v in vectors})
+        if len(dims) > 1:
+            raise InvalidInput(f"chunks have embeddings of several dimensions {dims}; re-ingest with one embedder")
+        coords = coordinates(np.array(vectors), layout, seed) if vectors else np.zeros((0, 2))
+        conn.execute(
+            "update tortus.node n set theta = t.theta, phi = t.phi "
+            "from unnest(%s::bigint[], %s::float8[], %s::float8[]) as t(id, theta, phi) "
+            "where n.tenant_id = tortus.current_tenant() and n.node_id = t.id",
+            [[r[0] for r in rows], coords[:, 0].tolist(), coords[:, 1].tolist()],
+        )
+        concepts = conn.execute("select tortus.place_concepts()").fetchone()
+        portals = conn.execute("select tortus.rebuild_portals()").fetchone()
+    index = None
+    if dims:
+        # Index DDL needs the table owner, so it runs outside the application-role scope.
+        with conn.transaction():
+            row = conn.execute("select tortus.ensure_vector_index(%s)", [dims[0]]).fetchone()
+        index = row[0] if row else None
+    assert concepts is not None and portals is not None
+    return IndexReport(layout, len(rows), int(concepts[0]), int(portals[0]), index)
