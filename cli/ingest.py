@@ -8,12 +8,15 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from tortus_pg.config import Settings
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
-from tortus_pg.errors import InvalidInput
-from tortus_pg.ingest import pipeline, sources
+from tortus_pg.errors import ConfigError, InvalidInput
 from tortus_pg.indexing import IndexReport, build_index
+from tortus_pg.ingest import pipeline, sources
+from tortus_pg.ingest.llm_extract import LLMExtractor
 from tortus_pg.ingest.store import source_summary
+from tortus_pg.llm import ChatClient
 
 from .context import console, err_console, owner_connection, settings
 
@@ -30,6 +33,7 @@ def ingest(
     exclude: list[str] = typer.Option([], "--exclude", help="Glob on paths inside directories to skip."),
     allow_private_urls: bool = typer.Option(False, "--allow-private-urls", help="Allow loopback/private URLs."),
     reindex: bool = typer.Option(True, "--index/--no-index", help="Lay out the graph and rebuild portals after."),
+    llm: bool = typer.Option(False, "--llm", help="Also extract with the LLM at TORTUS_LLM_BASE_URL (merged)."),
 ) -> None:
     """Ingest documents (.md .mdx .txt .html .htm .pdf, directories, URLs) into the concept graph."""
     s = settings(ctx)
@@ -44,7 +48,10 @@ def ingest(
     embedder = make_embedder(
         s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
     )
-    options = pipeline.IngestOptions(allow_private_urls=allow_private_urls, ts_config=s.text_search_config)
+    extractor = llm_extractor(s) if llm else None
+    options = pipeline.IngestOptions(
+        allow_private_urls=allow_private_urls, ts_config=s.text_search_config, extra_extractor=extractor
+    )
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     report = None
     with owner_connection(ctx) as conn, Progress(*columns, console=err_console, transient=True) as bar:
@@ -68,12 +75,24 @@ def ingest(
     )
     if report is not None:
         print_index_report(report)
+    if extractor is not None:
+        ledger = extractor.ledger
+        console.print(
+            f"llm: {ledger.requests} requests, {ledger.retries} retries, "
+            f"{ledger.prompt_tokens} prompt + {ledger.completion_tokens} completion tokens"
+        )
     for r in summary.warned:
         console.print(f"[yellow]warning[/] {r.uri}: {'; '.join(r.warnings)}")
     for uri, reason in summary.failed:
         console.print(f"[red]failed[/] {uri}: {reason}")
     if summary.failed:
         raise typer.Exit(1)
+
+
+def llm_extractor(s: Settings) -> LLMExtractor:
+    if not (s.llm_base_url and s.llm_model):
+        raise ConfigError("--llm needs llm_base_url and llm_model (TORTUS_LLM_BASE_URL, TORTUS_LLM_MODEL)")
+    return LLMExtractor(ChatClient(s.llm_base_url, s.llm_api_key, s.llm_model))
 
 
 def print_index_report(report: IndexReport) -> None:

@@ -47,9 +47,6 @@ set search_path = pg_catalog
 as $$
 declare
     c record;
-    d_tenant text[];
-    d_lexeme text[];
-    d_delta integer[];
 begin
     -- Corpus rows first (see the file header): they serialize a tenant's writers.
     for c in
@@ -75,32 +72,20 @@ begin
         end if;
     end loop;
 
-    -- Net document-frequency change per term: +1 per new document holding it, -1 per old one.
-    select array_agg(t.tenant_id order by t.tenant_id, t.lexeme),
-           array_agg(t.lexeme order by t.tenant_id, t.lexeme),
-           array_agg(t.delta order by t.tenant_id, t.lexeme)
-    into d_tenant, d_lexeme, d_delta
-    from (
-        select s.tenant_id, s.lexeme, sum(s.sign)::integer as delta
-        from (
-            select x.tenant_id, l.lexeme, 1 as sign
-            from unnest(p_tenant, p_new) as x (tenant_id, tsv), unnest(x.tsv) as l
-            union all
-            select x.tenant_id, l.lexeme, -1
-            from unnest(p_tenant, p_old) as x (tenant_id, tsv), unnest(x.tsv) as l
-        ) s
-        group by s.tenant_id, s.lexeme
-        having sum(s.sign) <> 0
-    ) t;
-
     -- Postings and lengths: the old contribution goes (after a delete the foreign-key cascade
-    -- has already removed it), the new one comes in.
-    delete from tortus.bm25_posting p
-    using unnest(p_tenant, p_node, p_old) as x (tenant_id, node_id, tsv)
-    where x.tsv is not null and p.tenant_id = x.tenant_id and p.node_id = x.node_id;
-    delete from tortus.bm25_doc dl
-    using unnest(p_tenant, p_node, p_old) as x (tenant_id, node_id, tsv)
-    where x.tsv is not null and dl.tenant_id = x.tenant_id and dl.node_id = x.node_id;
+    -- has already removed it), the new one comes in. Lookups are written as
+    -- `tenant_id = $1 and key = any($2)`, so that even a plan cached while the tables were
+    -- small keeps using the primary keys as they grow within the transaction.
+    for c in
+        select x.tenant_id, array_agg(x.node_id) as node_ids
+        from unnest(p_tenant, p_node, p_old) as x (tenant_id, node_id, tsv)
+        where x.tsv is not null
+        group by x.tenant_id
+        order by x.tenant_id
+    loop
+        delete from tortus.bm25_posting p where p.tenant_id = c.tenant_id and p.node_id = any(c.node_ids);
+        delete from tortus.bm25_doc d where d.tenant_id = c.tenant_id and d.node_id = any(c.node_ids);
+    end loop;
     insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf)
     select x.tenant_id, t.lexeme, x.node_id, t.tf
     from unnest(p_tenant, p_node, p_new) as x (tenant_id, node_id, tsv),
@@ -111,36 +96,55 @@ begin
     from unnest(p_tenant, p_node, p_new) as x (tenant_id, node_id, tsv)
     where x.tsv is not null;
 
-    if d_lexeme is null then
-        return;
-    end if;
-    -- Term rows in (tenant_id, lexeme) order: increments by upsert, then decrements, whose
-    -- rows are locked in order first (an UPDATE ... FROM locks in join order).
-    insert into tortus.bm25_term as t (tenant_id, lexeme, df)
-    select d.tenant_id, d.lexeme, d.delta
-    from unnest(d_tenant, d_lexeme, d_delta) with ordinality as d (tenant_id, lexeme, delta, i)
-    where d.delta > 0
-    order by d.i
-    on conflict (tenant_id, lexeme) do update set df = t.df + excluded.df;
-    if exists (select from unnest(d_delta) as d (delta) where d.delta < 0) then
-        perform
-        from tortus.bm25_term t
-        join unnest(d_tenant, d_lexeme, d_delta) as d (tenant_id, lexeme, delta)
-          on t.tenant_id = d.tenant_id and t.lexeme = d.lexeme
-        where d.delta < 0
-        order by t.tenant_id, t.lexeme
-        for update of t;
-        -- A term whose df reaches 0 goes; a df below 0 would mean the statistics had drifted
-        -- from tortus.node, and the check constraint says so (repair: tortus.bm25_rebuild).
-        delete from tortus.bm25_term t
-        using unnest(d_tenant, d_lexeme, d_delta) as d (tenant_id, lexeme, delta)
-        where d.delta < 0 and t.tenant_id = d.tenant_id and t.lexeme = d.lexeme
-          and t.df + d.delta = 0;
-        update tortus.bm25_term t
-        set df = t.df + d.delta
-        from unnest(d_tenant, d_lexeme, d_delta) as d (tenant_id, lexeme, delta)
-        where d.delta < 0 and t.tenant_id = d.tenant_id and t.lexeme = d.lexeme;
-    end if;
+    -- Document frequencies: the net change per term is +1 per new document holding it and -1
+    -- per old one. Term rows are touched in lexeme order: increments by upsert, then
+    -- decrements, whose rows are locked in order first (UPDATE ... FROM locks in join order).
+    for c in
+        select s.tenant_id,
+               array_agg(s.lexeme order by s.lexeme) filter (where s.delta > 0) as up_lexemes,
+               array_agg(s.delta order by s.lexeme) filter (where s.delta > 0) as up,
+               array_agg(s.lexeme order by s.lexeme) filter (where s.delta < 0) as down_lexemes,
+               array_agg(s.delta order by s.lexeme) filter (where s.delta < 0) as down
+        from (
+            select v.tenant_id, v.lexeme, sum(v.sign)::integer as delta
+            from (
+                select x.tenant_id, l.lexeme, 1 as sign
+                from unnest(p_tenant, p_new) as x (tenant_id, tsv), unnest(x.tsv) as l
+                union all
+                select x.tenant_id, l.lexeme, -1
+                from unnest(p_tenant, p_old) as x (tenant_id, tsv), unnest(x.tsv) as l
+            ) v
+            group by v.tenant_id, v.lexeme
+        ) s
+        where s.delta <> 0
+        group by s.tenant_id
+        order by s.tenant_id
+    loop
+        if c.up_lexemes is not null then
+            insert into tortus.bm25_term as t (tenant_id, lexeme, df)
+            select c.tenant_id, d.lexeme, d.delta
+            from unnest(c.up_lexemes, c.up) with ordinality as d (lexeme, delta, i)
+            order by d.i
+            on conflict (tenant_id, lexeme) do update set df = t.df + excluded.df;
+        end if;
+        if c.down_lexemes is not null then
+            perform from tortus.bm25_term t
+            where t.tenant_id = c.tenant_id and t.lexeme = any(c.down_lexemes)
+            order by t.lexeme
+            for update;
+            -- A term whose df reaches 0 goes. A df below 0 would mean the statistics had drifted
+            -- from tortus.node; the check constraint then fails (repair: tortus.bm25_rebuild).
+            delete from tortus.bm25_term t
+            using unnest(c.down_lexemes, c.down) as d (lexeme, delta)
+            where t.tenant_id = c.tenant_id and t.lexeme = any(c.down_lexemes)
+              and t.lexeme = d.lexeme and t.df + d.delta = 0;
+            update tortus.bm25_term t
+            set df = t.df + d.delta
+            from unnest(c.down_lexemes, c.down) as d (lexeme, delta)
+            where t.tenant_id = c.tenant_id and t.lexeme = any(c.down_lexemes)
+              and t.lexeme = d.lexeme;
+        end if;
+    end loop;
 end
 $$;
 

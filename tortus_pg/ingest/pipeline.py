@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 import psycopg
 
@@ -19,10 +20,11 @@ from tortus_pg.errors import InvalidInput, TortusError
 from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.fetch import fetch_url
+from tortus_pg.ingest.llm_extract import merged
 from tortus_pg.ingest.parse import detect_kind, parse_document
 from tortus_pg.ingest.sources import SourceSpec
 from tortus_pg.ingest.store import SourceRecord, StoreResult, remove_source, store_document
-from tortus_pg.ingest.types import Limits
+from tortus_pg.ingest.types import Chunk, Document, Extraction, Limits
 
 
 @dataclass
@@ -38,11 +40,17 @@ class IngestSummary:
         return [r for r in self.results if r.warnings]
 
 
+class Extractor(Protocol):
+    def extract(self, doc: Document, chunks: list[Chunk], *, title: str | None = None) -> Extraction: ...
+
+
 @dataclass(frozen=True)
 class IngestOptions:
     limits: Limits = Limits()
     allow_private_urls: bool = False
     ts_config: str = "english"
+    # An extra extractor (e.g. LLMExtractor) whose output is merged with the deterministic one.
+    extra_extractor: Extractor | None = None
 
 
 def _read(spec: SourceSpec, options: IngestOptions) -> SourceRecord:
@@ -93,6 +101,8 @@ def ingest_one(
     chunks = chunk_document(doc)
     title = spec.metadata.get("title") or doc.title
     extraction = extract_concepts(doc, chunks, title=title)
+    if options.extra_extractor is not None:
+        extraction = merged(extraction, options.extra_extractor.extract(doc, chunks, title=title))
     # Files are re-read from disk on demand; only URL snapshots keep their raw bytes.
     stored = record if spec.is_url else replace(record, raw=None)
     with tenant_scope(conn, tenant):
