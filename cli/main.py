@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
 import typer
 
 from tortus_pg import migrate, tenants
@@ -14,6 +15,7 @@ from tortus_pg.errors import TortusError
 
 from . import db
 from . import ingest as ingest_cli
+from . import query as query_cli
 from . import tenants as tenant_cli
 from .context import build_settings, console, err_console, settings
 
@@ -28,6 +30,7 @@ app.add_typer(tenant_cli.key_app, name="key")
 app.add_typer(ingest_cli.sources_app, name="sources")
 app.command("ingest")(ingest_cli.ingest)
 app.command("index")(ingest_cli.index)
+app.command("query")(query_cli.query)
 
 
 @app.callback()
@@ -87,6 +90,9 @@ def main() -> None:
         app()
     except TortusError as exc:
         err_console.print(f"[red]error:[/] {exc}")
+        raise SystemExit(1) from None
+    except psycopg.Error as exc:
+        err_console.print(f"[red]error:[/] the database refused: {str(exc).strip()}")
         raise SystemExit(1) from None
 
 

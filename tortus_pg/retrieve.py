@@ -1,0 +1,86 @@
+"""Search from Python: composes the SQL functions tortus.bm25_search / vector_search / hybrid_search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import psycopg
+from psycopg.rows import class_row
+
+from tortus_pg.embed import Embedder
+from tortus_pg.errors import InvalidInput
+
+Mode = Literal["keyword", "vector", "hybrid"]
+MODES: tuple[Mode, ...] = ("keyword", "vector", "hybrid")
+MAX_K = 1000
+MAX_QUERY_CHARS = 10_000
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A ranked chunk with the evidence span it came from."""
+
+    node_id: int
+    rank: int
+    score: float
+    bm25_rank: int | None
+    vector_rank: int | None
+    label: str
+    text: str
+    uri: str
+    start_char: int
+    end_char: int
+    page: int | None
+
+
+_LEGS = {
+    "keyword": "select node_id, score, rank, rank as bm25_rank, null::int as vector_rank "
+    "from tortus.bm25_search(%(q)s, %(k)s, config => %(cfg)s::regconfig)",
+    "vector": "select node_id, score, rank, null::int as bm25_rank, rank as vector_rank "
+    "from tortus.vector_search(%(v)s, %(k)s)",
+    "hybrid": "select node_id, score, rank, bm25_rank, vector_rank "
+    "from tortus.hybrid_search(%(q)s, %(v)s, %(k)s, %(bw)s, %(vw)s, %(rrf)s)",
+}
+
+_HITS = """
+select h.node_id, h.rank, h.score, h.bm25_rank, h.vector_rank, n.label, n.text, s.uri,
+       sp.start_char, sp.end_char, sp.page
+from ({leg}) h
+join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = h.node_id
+join tortus.evidence_span sp on sp.tenant_id = n.tenant_id and sp.node_id = n.node_id
+join tortus.source s on s.tenant_id = n.tenant_id and s.source_id = sp.source_id
+order by h.rank
+"""
+
+
+def search(
+    conn: psycopg.Connection,
+    query: str,
+    *,
+    mode: Mode = "hybrid",
+    k: int = 10,
+    embedder: Embedder | None = None,
+    bm25_weight: float = 1.0,
+    vector_weight: float = 1.0,
+    rrf_k: int = 60,
+    ts_config: str = "english",
+) -> list[Hit]:
+    """Top-k chunks for `query` (inside a tenant scope); vector and hybrid modes need an embedder."""
+    if mode not in MODES:
+        raise InvalidInput(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if not query.strip() or len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the query must have 1 to {MAX_QUERY_CHARS} characters")
+    if not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be between 1 and {MAX_K}")
+    if bm25_weight < 0 or vector_weight < 0 or rrf_k < 1:
+        raise InvalidInput("weights must be non-negative and rrf_k at least 1")
+    vector = None
+    if mode != "keyword":
+        if embedder is None:
+            raise InvalidInput(f"{mode} search needs an embedder")
+        vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
+    params = {"q": query, "v": vector, "k": k, "bw": bm25_weight, "vw": vector_weight, "rrf": rrf_k, "cfg": ts_config}
+    with conn.cursor(row_factory=class_row(Hit)) as cur:
+        return cur.execute(_HITS.format(leg=_LEGS[mode]), params).fetchall()  # type: ignore[arg-type]
