@@ -157,3 +157,21 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
+
+
+@pytest.fixture(scope="session")
+def demo(pg_server: Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A workspace whose database holds the demo corpus (hash embedder); returns (workspace, env)."""
+    from typer.testing import CliRunner
+
+    from tortus_pg.cli.main import app
+
+    url = pg_server.create_database("tortus_demo")
+    migrate.upgrade(url)
+    ws = tmp_path_factory.mktemp("demo")
+    env = {"TORTUS_DATABASE_URL": url, "TORTUS_EMBEDDER": "hash"}
+    runner = CliRunner()
+    assert runner.invoke(app, ["--workspace", str(ws), "init"], env=env).exit_code == 0
+    result = runner.invoke(app, ["--workspace", str(ws), "ingest", "--demo"], env=env)
+    assert result.exit_code == 0 and "21 ingested" in result.output and "0 failed" in result.output, result.output
+    return ws, env

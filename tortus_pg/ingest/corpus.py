@@ -42,7 +42,7 @@ class Passage:
 def read_passages(path: Path, limit: int | None = None) -> Iterator[Passage]:
     """Passages from a corpus.jsonl[.gz] with `id`/`_id`, `title` and `text` fields."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as lines:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8") as lines:
         for number, line in enumerate(islice(lines, limit), 1):
             if not line.strip():
                 continue

@@ -1,0 +1,1 @@
+"""Evaluation harness: datasets, metrics and confidence intervals for retrieval strategies."""

@@ -1,0 +1,195 @@
+"""Retrieval, path and abstention metrics, and bootstrap confidence intervals.
+
+A ranked list is a sequence of ids, best first. An id that appears more than once counts
+once, at its first position: the list is deduplicated before it is cut at k, so a repeat
+neither earns gain twice nor takes a slot. Gold maps ids to graded relevance; as in
+trec_eval, only grades above zero are relevant. Metrics that need gold return None when
+a question has none (a negative), so that averages leave it out rather than count it as 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+Triple = tuple[str, str, str]
+
+# Bootstrap resampling draws at most this many indices per block, to bound memory.
+_BLOCK = 1_000_000
+
+
+def _top(ranked: Sequence[str], k: int | None) -> list[str]:
+    """The first k distinct ids of `ranked` (all of them when k is None)."""
+    if k is not None and k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    distinct = list(dict.fromkeys(ranked))
+    return distinct if k is None else distinct[:k]
+
+
+def _relevant(gold: Mapping[str, float]) -> dict[str, float]:
+    return {doc: float(grade) for doc, grade in gold.items() if grade > 0}
+
+
+def recall_at_k(ranked: Sequence[str], gold: Mapping[str, float], k: int) -> float | None:
+    """Recall@k = |top-k ∩ relevant| / |relevant|, where relevant = gold ids with grade > 0.
+
+    None when there is no relevant id.
+    """
+    relevant = _relevant(gold)
+    if not relevant:
+        return None
+    return sum(doc in relevant for doc in _top(ranked, k)) / len(relevant)
+
+
+def ndcg_at_k(ranked: Sequence[str], gold: Mapping[str, float], k: int) -> float | None:
+    """nDCG@k with linear gain, the definition of trec_eval's ndcg_cut that BEIR reports.
+
+    DCG@k = sum over positions i = 1..k of rel_i / log2(i + 1), with rel_i the gold grade of
+    the id at position i (0 when not in gold); IDCG@k is the DCG@k of the gold grades sorted
+    in descending order; nDCG@k = DCG@k / IDCG@k. Linear gain (not 2^rel - 1) matches
+    pytrec_eval, hence BEIR's published numbers; on binary grades both are the same.
+    None when there is no relevant id.
+    """
+    relevant = _relevant(gold)
+    if not relevant:
+        return None
+    dcg = sum(relevant.get(doc, 0.0) / math.log2(i + 1) for i, doc in enumerate(_top(ranked, k), 1))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(grade / math.log2(i + 1) for i, grade in enumerate(ideal, 1))
+    return dcg / idcg
+
+
+def mrr(ranked: Sequence[str], gold: Mapping[str, float], k: int | None = None) -> float | None:
+    """Reciprocal rank 1/r of the first relevant id (r counts distinct ids from 1).
+
+    0.0 when no relevant id is ranked (within the first k when k is given); None when there
+    is no relevant id at all.
+    """
+    relevant = _relevant(gold)
+    if not relevant:
+        return None
+    for rank, doc in enumerate(_top(ranked, k), 1):
+        if doc in relevant:
+            return 1.0 / rank
+    return 0.0
+
+
+def all_gold_at_k(ranked: Sequence[str], gold: Mapping[str, float], k: int) -> float | None:
+    """1.0 when every relevant id is in the top k, else 0.0; None when there is none.
+
+    The multi-hop success criterion: an answer that needs two passages needs both.
+    """
+    relevant = _relevant(gold)
+    if not relevant:
+        return None
+    return 1.0 if set(relevant) <= set(_top(ranked, k)) else 0.0
+
+
+def _label(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _triples(edges: Iterable[Triple]) -> set[Triple]:
+    """Distinct triples with labels compared case-insensitively and whitespace collapsed."""
+    return {(_label(s), _label(t), _label(o)) for s, t, o in edges}
+
+
+def path_recall(found_edges: Iterable[Triple], gold_path: Iterable[Triple]) -> float | None:
+    """Fraction of the distinct gold path triples that are among the returned triples.
+
+    Triples are directed (source, type, target); two match when all three labels are equal
+    ignoring case and runs of whitespace. None when there is no gold path.
+    """
+    gold = _triples(gold_path)
+    if not gold:
+        return None
+    return len(gold & _triples(found_edges)) / len(gold)
+
+
+def hop_precision(found_hops: Iterable[Triple], gold_path: Iterable[Triple]) -> float | None:
+    """Fraction of the distinct returned hops that lie on the gold path.
+
+    Hops and gold triples match as in `path_recall`. None when there is no gold path;
+    0.0 when no hop was returned although there is one (nothing returned is nothing right).
+    """
+    gold = _triples(gold_path)
+    if not gold:
+        return None
+    hops = _triples(found_hops)
+    return len(hops & gold) / len(hops) if hops else 0.0
+
+
+def abstention_correct(is_negative: bool, withheld: bool) -> bool:
+    """True when the system withheld an answer exactly on the unanswerable questions."""
+    return is_negative == withheld
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The p-th percentile (0 <= p <= 100) by linear interpolation, numpy's default method.
+
+    With the values sorted as v_0..v_(n-1), the position is h = (n - 1) * p / 100 and the
+    result v_floor(h) + (h - floor(h)) * (v_(floor(h)+1) - v_floor(h)). None for no values.
+    """
+    if not 0 <= p <= 100:
+        raise ValueError(f"percentile must be between 0 and 100, got {p}")
+    if not values:
+        return None
+    ordered = sorted(float(v) for v in values)
+    h = (len(ordered) - 1) * p / 100
+    lo = math.floor(h)
+    if lo + 1 >= len(ordered):
+        return ordered[-1]
+    return ordered[lo] + (h - lo) * (ordered[lo + 1] - ordered[lo])
+
+
+def _resampled_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    n = len(values)
+    rows = max(1, _BLOCK // n)
+    means = [
+        values[rng.integers(0, n, size=(min(rows, resamples - start), n))].mean(axis=1)
+        for start in range(0, resamples, rows)
+    ]
+    return np.concatenate(means)
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, resamples: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile-bootstrap (1 - alpha) confidence interval of the mean.
+
+    Draws `resamples` samples of len(values) with replacement, takes each sample's mean, and
+    returns the alpha/2 and 1 - alpha/2 percentiles of those means (linear interpolation).
+    The same seed gives the same interval. One value gives (v, v); no values give (nan, nan).
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return (math.nan, math.nan)
+    if data.size == 1:
+        return (float(data[0]), float(data[0]))
+    means = _resampled_means(data, resamples, seed)
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return (float(lo), float(hi))
+
+
+def paired_bootstrap_diff(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of a[i] - b[i] over the same questions, with its percentile-bootstrap interval.
+
+    Questions are resampled as pairs, so the interval reflects per-question differences
+    rather than the spread of each strategy on its own. When the interval excludes zero,
+    a beats (or loses to) b at level alpha. Returns (mean_diff, lo, hi); nan for no pairs.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired scores need equal lengths, got {len(a)} and {len(b)}")
+    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    lo, hi = bootstrap_ci(diffs.tolist(), resamples=resamples, alpha=alpha, seed=seed)
+    mean = float(diffs.mean()) if diffs.size else math.nan
+    return (mean, lo, hi)
