@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -203,6 +206,154 @@ def test_bad_sizes_are_rejected() -> None:
         chunk_document(Document("x", "text"), max_chars=0)
 
 
+POLICY_SOURCE = (
+    Path(__file__).resolve().parents[2]
+    / "tortus_pg"
+    / "demo"
+    / "pdf-src"
+    / "information-security-policy.txt"
+)
+POLICY_PDF = POLICY_SOURCE.parents[1] / "security" / "information-security-policy.pdf"
+KEY_ROTATION = ("7. Cryptographic controls", "7.3 Key rotation and certificate lifetimes")
+
+
+def _policy_as_pdf_text() -> tuple[str, list[int]]:
+    """The demo policy as a PDF yields it: no markdown marks or blank lines, paragraphs
+    wrapped at 95 characters; also the offsets where a `---` page break starts a page."""
+    text, breaks = "", []
+    for raw in POLICY_SOURCE.read_text(encoding="utf-8").splitlines():
+        line = raw.strip().lstrip("#").strip()
+        if line == "---":
+            breaks.append(len(text))
+        elif line:
+            text += "".join(wrapped + "\n" for wrapped in textwrap.wrap(line, 95))
+    return text, breaks
+
+
+def _pdf(text: str, cuts: list[int]) -> Document:
+    bounds = [0, *cuts, len(text)]
+    pages = tuple(
+        Page(i + 1, s, e) for i, (s, e) in enumerate(zip(bounds, bounds[1:], strict=False))
+    )
+    return Document(text, "pdf", pages=pages)
+
+
+def _policy_documents() -> dict[str, Document]:
+    text, breaks = _policy_as_pdf_text()
+    return {
+        "one page": _pdf(text, []),
+        "two pages": _pdf(text, breaks),
+        "raw source as text": Document(POLICY_SOURCE.read_text(encoding="utf-8"), "text"),
+    }
+
+
+@pytest.mark.parametrize("name", ["one page", "two pages", "raw source as text"])
+def test_policy_clause_sits_in_its_own_small_chunk(name: str) -> None:
+    doc = _policy_documents()[name]
+    chunks = chunk_document(doc)
+    assert_exact(doc, chunks, 2000)
+    defining = [c for c in chunks if c.text.startswith("7.3.2")]
+    assert len(defining) == 1
+    clause = defining[0]
+    assert "rotated at least every 90 days" in clause.text
+    assert len(clause.text) < 600
+    assert "7.3.3" not in clause.text and "7.3.1" not in clause.text
+    assert clause.headings == (*KEY_ROTATION, "7.3.2")
+    if doc.pages:
+        assert clause.page == len(doc.pages)
+    # The clause that only cites 7.3.2 is a different chunk, labelled with its own section.
+    citing = next(c for c in chunks if "in clause 7.3.2" in c.text)
+    assert citing is not clause and citing.headings[0] == "8. Review"
+    # Titles join what follows instead of becoming chunks of their own.
+    sizes = [len(c.text) for c in chunks]
+    assert min(sizes) >= 60 and len(chunks) <= 20
+    first_of_section = next(
+        c for c in chunks if c.text.lstrip("# ").startswith("7. Cryptographic controls")
+    )
+    assert "7.1.1 Only the algorithms" in first_of_section.text
+    assert first_of_section.headings == (
+        "7. Cryptographic controls",
+        "7.1 Approved algorithms",
+        "7.1.1",
+    )
+    roles = next(c for c in chunks if "3.2 Each system" in c.text)
+    assert roles.headings == ("3. Roles",) and "3.1" in roles.text and "3.3" in roles.text
+
+
+def test_clause_continuing_on_the_next_page_opens_that_page() -> None:
+    text, _ = _policy_as_pdf_text()
+    cut = text.index("After rotation")
+    doc = _pdf(text, [cut])
+    chunks = chunk_document(doc)
+    assert_exact(doc, chunks, 2000)
+    page_two = [c for c in chunks if c.page == 2]
+    assert page_two[0].start == cut
+    assert page_two[0].headings == (*KEY_ROTATION, "7.3.2")
+    assert page_two[1].text.startswith("7.3.3")
+    last_on_page_one = [c for c in chunks if c.page == 1][-1]
+    assert last_on_page_one.text.startswith("7.3.2") and last_on_page_one.text.endswith("90 days.")
+
+
+@pytest.mark.skipif(not POLICY_PDF.is_file(), reason="demo PDF not built")
+def test_demo_policy_pdf_is_chunked_by_clause() -> None:
+    from tortus_pg.ingest.parse import parse_document
+
+    doc = parse_document(POLICY_PDF.read_bytes(), name=POLICY_PDF.name)
+    chunks = chunk_document(doc)
+    assert_exact(doc, chunks, 2000)
+    clause = next(c for c in chunks if c.text.startswith("7.3.2"))
+    assert "90 days" in clause.text and len(clause.text) < 600
+    assert clause.headings == (*KEY_ROTATION, "7.3.2")
+
+
+def test_wrapped_lines_that_start_with_a_number_are_not_clauses() -> None:
+    text = (
+        "7.1 Approved algorithms\n"
+        "7.1.1 Only approved algorithms may be used: AES-256-GCM for data at rest, and TLS 1.2 or\n"
+        "1.3 for transport. Anything else needs an exception.\n"
+        "7.1.2 New systems use TLS 1.3 for internal traffic, as described in section\n"
+        "7.4 of the platform handbook and in the runbooks.\n"
+        "7.1.3 Legacy systems migrate by the end of the year.\n"
+    )
+    doc = Document(text, "text")
+    chunks = chunk_document(doc, min_chars=10)
+    assert_exact(doc, chunks, 2000)
+    assert [c.text.split()[0] for c in chunks] == ["7.1", "7.1.2", "7.1.3"]
+    assert [c.headings[-1] for c in chunks] == ["7.1.1", "7.1.2", "7.1.3"]
+
+
+@pytest.mark.parametrize("kind", ["text", "pdf"])
+def test_prose_with_stray_numbers_is_not_chunked_by_clause(kind: str) -> None:
+    text = (
+        "The gateway team moved to version 4.2 of the API last spring. Clients that still call\n"
+        "4.2 endpoints directly see a deprecation header on every response.\n\n"
+        "Traffic grew quickly after the launch.\n"
+        "3.5 million requests were served in the first week, most of them from mobile clients.\n"
+    )
+    doc = Document(text, kind, pages=(Page(1, 0, len(text)),) if kind == "pdf" else ())
+    chunks = chunk_document(doc)
+    assert len(chunks) == 1
+    assert chunks[0].text == text.strip() and chunks[0].headings == ()
+
+
+def test_numbered_clauses_below_the_threshold_are_ignored() -> None:
+    text = "Intro line.\n1.1 First clause here.\n1.2 Second clause here.\nClosing words."
+    chunks = chunk_document(Document(text, "text"), min_chars=0)
+    assert [c.text for c in chunks] == [text]
+
+
+def test_long_clause_is_split_but_keeps_its_path() -> None:
+    body = " ".join(f"Sentence {i} of the clause about key custody." for i in range(40))
+    text = f"9. Custody\n9.1 Holders\n9.1.1 {body}\n9.1.2 Short follow-up clause.\n"
+    doc = Document(text, "text")
+    chunks = chunk_document(doc, target_chars=300, max_chars=400, min_chars=50)
+    assert_exact(doc, chunks, 400)
+    assert chunks[0].text.startswith("9. Custody\n9.1 Holders\n9.1.1 Sentence 0")
+    assert all(c.headings == ("9. Custody", "9.1 Holders", "9.1.1") for c in chunks[:-1])
+    assert chunks[-1].text == "9.1.2 Short follow-up clause."
+    assert chunks[-1].headings == ("9. Custody", "9.1 Holders", "9.1.2")
+
+
 _WORD = st.text(alphabet="abcdefghijKLMNOP.,!?`#-_()", min_size=1, max_size=12)
 _SPACE = st.sampled_from([" ", "  ", "\n", "\n\n", "\n \n", "\t", "\u00a0", "\u2003", "\r\n"])
 
@@ -230,11 +381,42 @@ def _markdownish(draw: st.DrawFn) -> str:
     return draw(_SPACE) + "".join(parts)
 
 
+@st.composite
+def _clauses(draw: st.DrawFn) -> str:
+    """Numbered clauses and titles (in or out of order), wrapped lines and stray numbers."""
+    parts: list[str] = []
+    for _ in range(draw(st.integers(0, 20))):
+        number = ".".join(
+            str(n) for n in draw(st.lists(st.integers(0, 12), min_size=1, max_size=4))
+        )
+        words = draw(st.lists(_WORD, min_size=1, max_size=30))
+        kind = draw(
+            st.sampled_from(["clause"] * 3 + ["title", "wrapped", "number", "prose", "long"])
+        )
+        if kind == "clause":
+            parts.append(f"{number}{draw(st.sampled_from(['', '.']))} " + " ".join(words) + ".")
+        elif kind == "title":
+            parts.append(
+                f"{draw(st.sampled_from(['', '  ', '## ']))}{number}. " + " ".join(words[:5])
+            )
+        elif kind == "wrapped":
+            parts.append(" ".join(words[:6]) + "\n" + number + " " + " ".join(words[6:] or ["x"]))
+        elif kind == "number":
+            parts.append(number + draw(st.sampled_from(["", " ", ".", " 7", "\t%"])))
+        elif kind == "prose":
+            parts.append(draw(_SPACE).join(words))
+        else:
+            parts.append(f"{number} " + draw(st.sampled_from("xyz")) * draw(st.integers(50, 900)))
+        parts.append(draw(st.sampled_from(["\n", "\n\n", "\r\n", " \n ", "\n   "])))
+    return draw(_SPACE) + "".join(parts)
+
+
+_TEXTS = st.one_of(_markdownish(), _clauses())
 _SIZES = st.tuples(st.integers(1, 400), st.integers(1, 400), st.integers(0, 200))
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=_markdownish(), kind=st.sampled_from(["markdown", "html", "text"]), sizes=_SIZES)
+@given(text=_TEXTS, kind=st.sampled_from(["markdown", "html", "text"]), sizes=_SIZES)
 def test_offsets_are_exact_ordered_and_cover_everything(
     text: str, kind: str, sizes: tuple[int, int, int]
 ) -> None:
@@ -244,9 +426,9 @@ def test_offsets_are_exact_ordered_and_cover_everything(
     assert_exact(doc, chunks, max_chars)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
-    text=_markdownish(),
+    text=_TEXTS,
     cuts=st.lists(st.integers(0, 5000), max_size=6),
     max_chars=st.integers(20, 500),
 )

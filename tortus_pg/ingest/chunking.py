@@ -4,11 +4,21 @@ Markdown-like text (markdown, and HTML rendered as markdown) is split by section
 PDF text by page, plain text by paragraph. Sections, pages and paragraphs up to
 `max_chars` stay whole; longer ones are packed towards `target_chars` from paragraphs,
 then sentences, then whitespace-separated pieces.
+
+Policies, standards and contracts number their clauses instead of using headings. When a
+PDF or plain-text document has at least three lines that start with a clause number
+("7.3.2 Signing keys ...", "7.3 Key management") or are short numbered section titles
+("7. Cryptographic controls"), it is chunked by clause (within each PDF page): a clause
+with a sub-sub-number or of at least `min_chars` starts a chunk of its own, bare titles
+join the clause after them, short sibling clauses are packed up to `target_chars`, and
+every chunk carries its clause path, e.g. ("7. Cryptographic controls",
+"7.3 Key management", "7.3.2").
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +40,14 @@ _ABBREVIATION_WORDS = (
     "aug sep sept oct nov dec"
 )
 _ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
+# A line starting with a multi-level clause number ("7.3.2 Signing keys", "12.1. Scope") or a
+# one-level section number ("7. Cryptographic controls"); a markdown `#` prefix is allowed.
+_CLAUSE_NUMBER = re.compile(
+    r"[^\S\n]*(?:#{1,6}[^\S\n]+)?(\d{1,3}(?:\.\d{1,3}){1,5})\.?[^\S\n]+(?=\S)"
+)
+_SECTION_NUMBER = re.compile(r"[^\S\n]*(?:#{1,6}[^\S\n]+)?(\d{1,3})\.[^\S\n]+(?=\S)")
+_MIN_CLAUSE_LINES = 3
+_MAX_TITLE_CHARS = 80
 
 
 def chunk_document(
@@ -40,7 +58,8 @@ def chunk_document(
     Every chunk satisfies `doc.text[c.start:c.end] == c.text`, has no leading or trailing
     whitespace and is at most `max_chars` long; together the chunks cover every
     non-whitespace character. Markdown and HTML chunks carry their heading path, PDF
-    chunks their page number and never cross a page boundary.
+    chunks their page number and never cross a page boundary; PDF and plain-text chunks
+    of a document with numbered clauses carry their clause path.
     """
     if max_chars < 1:
         raise ValueError("max_chars must be positive")
@@ -55,7 +74,10 @@ def chunk_document(
     elif doc.kind in ("markdown", "html"):
         pieces = _chunk_markdown(text, sizes)
     else:
-        pieces = [(span, (), None) for span in _split_segment(text, 0, len(text), sizes, ())]
+        clauses = _find_clauses(text, [(0, len(text))])
+        pieces = [
+            (span, path, None) for span, path in _split_clauses(text, 0, len(text), sizes, clauses)
+        ]
     return [
         Chunk(index=i, start=s, end=e, text=text[s:e], headings=headings, page=page)
         for i, ((s, e), headings, page) in enumerate(pieces)
@@ -125,20 +147,236 @@ class _Section:
 _Piece = tuple[Span, tuple[str, ...], int | None]
 
 
+@dataclass(frozen=True)
+class _Clause:
+    start: int  # first character of the clause number
+    line_end: int  # end of its first line, trailing whitespace excluded
+    depth: int  # 1 for "7.", 3 for "7.3.2"
+    heading: bool  # the first line reads as a title ("7.3 Key management")
+    path: tuple[str, ...]  # titles of the enclosing clauses, then this clause's label
+
+
+@dataclass(frozen=True)
+class _Unit:
+    span: Span
+    path: tuple[str, ...]
+    depth: int  # 0 for text before the first clause of a segment
+    title: bool  # starts with a title line: never packed after other units
+    lead_in: bool  # a bare title (or a tiny leading text) that joins the unit after it
+
+
+class _Clauses:
+    """Accepted clause starts of a document, in text order."""
+
+    def __init__(self, clauses: list[_Clause]) -> None:
+        self.clauses = clauses
+        self.starts = [c.start for c in clauses]
+
+    def between(self, start: int, end: int) -> tuple[tuple[str, ...], list[_Clause]]:
+        """The clause path in force at `start`, and the clauses starting in [start, end)."""
+        lo, hi = bisect_left(self.starts, start), bisect_left(self.starts, end)
+        return (self.clauses[lo - 1].path if lo else ()), self.clauses[lo:hi]
+
+
 def _chunk_pages(doc: Document, sizes: _Sizes) -> list[_Piece]:
     text = doc.text
-    pieces: list[_Piece] = []
+    segments: list[tuple[int, int, int | None]] = []
     pos = 0
     for page in sorted(doc.pages, key=lambda p: (p.start, p.end)):
         start, end = max(page.start, pos), min(page.end, len(text))
         if start >= end:
             continue
         # Text between pages (or outside any page) is still evidence: chunk it unpaged.
-        pieces += [(s, (), None) for s in _split_segment(text, pos, start, sizes, ())]
-        pieces += [(s, (), page.number) for s in _split_segment(text, start, end, sizes, ())]
+        segments += [(pos, start, None), (start, end, page.number)]
         pos = end
-    pieces += [(s, (), None) for s in _split_segment(text, pos, len(text), sizes, ())]
-    return pieces
+    segments.append((pos, len(text), None))
+    clauses = _find_clauses(text, [(s, e) for s, e, _ in segments])
+    return [
+        (span, path, number)
+        for s, e, number in segments
+        for span, path in _split_clauses(text, s, e, sizes, clauses)
+    ]
+
+
+def _find_clauses(text: str, segments: Sequence[Span]) -> _Clauses | None:
+    """Numbered clause lines of the segments, or None when there are fewer than three.
+
+    A candidate counts only at the start of a line, and only if its number comes after
+    the previous clause's ("7.3.2" after "7.3.1", "8." after "7.5.1") or the line before
+    it is a title or ends a statement (a blank line, a full stop). A candidate whose text
+    starts in lowercase is a wrapped sentence ("TLS 1.2 or / 1.3 for transport") unless
+    the line before it ends a statement. Numbering continues across segments, so a PDF
+    page knows which clause it opens in.
+    """
+    found: list[_Clause] = []
+    last: tuple[int, ...] | None = None
+    stack: list[tuple[tuple[int, ...], str]] = []
+    for seg_start, seg_end in segments:
+        lines = _segment_lines(text, seg_start, seg_end)
+        ended = True  # the previous line ended a statement (or there was none)
+        after_title = False  # the previous line was a title
+        for i, (ls, le) in enumerate(lines):
+            line = text[ls:le].strip()
+            candidate = None
+            if (line[:1].isdigit() or line[:1] == "#") and _at_line_start(text, ls):
+                nxt = text[lines[i + 1][0] : lines[i + 1][1]] if i + 1 < len(lines) else ""
+                candidate = _clause_candidate(text, ls, le, nxt.strip())
+            if candidate is not None:
+                number, heading, label, lower = candidate
+                if ended or ((after_title or last is None or number > last) and not lower):
+                    while stack and stack[-1][0] != number[: len(stack[-1][0])]:
+                        stack.pop()
+                    stack.append((number, label))
+                    start, line_end = _trim(text, ls, le)
+                    path = tuple(t for _, t in stack)
+                    found.append(_Clause(start, line_end, len(number), heading, path))
+                    last = number
+                    ended, after_title = _ends_statement(line), heading
+                    continue
+            ended, after_title = _ends_statement(line), line.startswith("#")
+    return _Clauses(found) if len(found) >= _MIN_CLAUSE_LINES else None
+
+
+def _clause_candidate(
+    text: str, ls: int, le: int, next_line: str
+) -> tuple[tuple[int, ...], bool, str, bool] | None:
+    """(number, reads as a title, label, text starts in lowercase) for a numbered line."""
+    m = _CLAUSE_NUMBER.match(text, ls, le)
+    line = text[ls:le].strip()
+    # A title is short, has no closing punctuation, and the next line does not carry on its
+    # sentence (a line whose first letter is lowercase: "of the handbook", "1.3 for transport").
+    first_letter = next((ch for ch in next_line if ch.isalpha()), "")
+    heading = (
+        len(line) <= _MAX_TITLE_CHARS
+        and line[-1:] not in (".", ",", ";", ":", "-")
+        and not first_letter.islower()
+    )
+    if m is None:
+        m = _SECTION_NUMBER.match(text, ls, le)
+        if m is None or not heading:
+            return None
+    body = text[m.end() : le].strip()
+    if not any(ch.isalpha() for ch in body):
+        return None
+    number = tuple(int(part) for part in m.group(1).split("."))
+    label = _ATX_CLOSE.sub("", line.lstrip("#").strip()).strip() if heading else m.group(1)
+    return number, heading, label, body[0].islower()
+
+
+def _split_clauses(
+    text: str, start: int, end: int, sizes: _Sizes, clauses: _Clauses | None
+) -> list[tuple[Span, tuple[str, ...]]]:
+    """Pieces of [start, end) with their clause paths; plain splitting without clauses."""
+    if clauses is None:
+        return [(span, ()) for span in _split_segment(text, start, end, sizes, ())]
+    path, inside = clauses.between(start, end)
+    units: list[_Unit] = []
+    head = _trim(text, start, inside[0].start if inside else end)
+    if head[0] < head[1]:
+        # A running header or a stray line before the page's first clause joins that clause.
+        units.append(_Unit(head, path, 0, False, head[1] - head[0] < sizes.min // 4))
+    for k, clause in enumerate(inside):
+        stop = inside[k + 1].start if k + 1 < len(inside) else end
+        span = _trim(text, clause.start, stop)
+        lead_in = clause.heading and span[1] <= clause.line_end
+        units.append(_Unit(span, clause.path, clause.depth, clause.heading, lead_in))
+    return _pack_clauses(text, units, sizes)
+
+
+def _pack_clauses(
+    text: str, units: list[_Unit], sizes: _Sizes
+) -> list[tuple[Span, tuple[str, ...]]]:
+    """Group clause units into chunks; see the module docstring for the rules."""
+    out: list[tuple[Span, tuple[str, ...]]] = []
+    group: list[_Unit] = []
+    anchor: tuple[str, ...] = ()  # units joining the group must sit below this path
+    tiny = sizes.min // 4
+
+    def flush() -> None:
+        if group:
+            out.append(((group[0].span[0], group[-1].span[1]), _clause_label(group)))
+            group.clear()
+
+    for unit in units:
+        length = unit.span[1] - unit.span[0]
+        leading = bool(group) and all(u.lead_in for u in group)
+        if length > sizes.max:
+            pieces = _split_segment(text, unit.span[0], unit.span[1], sizes, ())
+            if leading and pieces[0][1] - group[0].span[0] <= sizes.max:
+                first = _Unit((group[0].span[0], pieces[0][1]), unit.path, 0, False, False)
+                out.append((first.span, _clause_label([*group, first])))
+                group.clear()
+                pieces = pieces[1:]
+            flush()
+            out += [(piece, unit.path) for piece in pieces]
+            continue
+        if leading:
+            limit = sizes.target if unit.lead_in else sizes.max
+            if unit.span[1] - group[0].span[0] <= limit:
+                group.append(unit)
+                anchor = _anchor(unit)
+                continue
+        elif group:
+            breaks = unit.title or length >= sizes.min or (unit.depth >= 3 and length >= tiny)
+            below = len(unit.path) > len(anchor) and unit.path[: len(anchor)] == anchor
+            if not breaks and below and unit.span[1] - group[0].span[0] <= sizes.target:
+                group.append(unit)
+                continue
+        flush()
+        group.append(unit)
+        anchor = _anchor(unit)
+    flush()
+    return out
+
+
+def _anchor(unit: _Unit) -> tuple[str, ...]:
+    """Units packed after `unit` must be its siblings or descendants."""
+    return unit.path if unit.depth == 0 or unit.lead_in else unit.path[:-1]
+
+
+def _clause_label(group: list[_Unit]) -> tuple[str, ...]:
+    """The longest path true of every unit; titles leading into a subclause do not count."""
+    paths = [
+        u.path
+        for i, u in enumerate(group)
+        if not (
+            u.lead_in
+            and any(
+                len(v.path) > len(u.path) and v.path[: len(u.path)] == u.path
+                for v in group[i + 1 :]
+            )
+        )
+    ]
+    common = paths[0]
+    for path in paths[1:]:
+        n = 0
+        while n < min(len(common), len(path)) and common[n] == path[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def _segment_lines(text: str, start: int, end: int) -> list[Span]:
+    spans: list[Span] = []
+    pos = start
+    while pos < end:
+        nl = text.find("\n", pos, end)
+        if nl < 0:
+            spans.append((pos, end))
+            break
+        spans.append((pos, nl))
+        pos = nl + 1
+    return spans
+
+
+def _at_line_start(text: str, pos: int) -> bool:
+    line_start = text.rfind("\n", 0, pos) + 1
+    return not text[line_start:pos].strip()
+
+
+def _ends_statement(line: str) -> bool:
+    stripped = line.rstrip().rstrip("\"')]\u201d\u2019")
+    return not stripped or stripped[-1] in ".!?:;"
 
 
 def _chunk_markdown(text: str, sizes: _Sizes) -> list[_Piece]:

@@ -23,7 +23,7 @@ from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.embeddings import embed_cached
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.pipeline import IngestSummary
-from tortus_pg.ingest.store import SourceRecord, store_document
+from tortus_pg.ingest.store import SourceRecord, chunk_context, embedding_text, store_document
 from tortus_pg.ingest.types import Document
 
 
@@ -82,7 +82,10 @@ def ingest_passages(
             chunks = chunk_document(doc)
             prepared.append((p, doc, chunks, extract_concepts(doc, chunks, title=doc.title)))
         with tenant_scope(conn, tenant):
-            embed_cached(conn, embedder, [c.text for _, _, chunks, _ in prepared for c in chunks])
+            texts = [
+                embedding_text(chunk_context(p.title, c), c) for p, _, chunks, _ in prepared for c in chunks
+            ]
+            embed_cached(conn, embedder, texts)
             for p, doc, chunks, extraction in prepared:
                 record = SourceRecord(
                     uri=f"{uri_prefix}{p.id}",

@@ -8,6 +8,7 @@ other sources survive and keep only the evidence that still supports them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,9 @@ from tortus_pg.ingest.types import Chunk, Document, Extraction
 
 Status = Literal["ingested", "updated", "unchanged"]
 MENTION_WEIGHT = 0.6
+# The context is indexed this many times: a field weight, as BM25F gives titles and headings.
+HEADING_BOOST = 2
+CLAUSE_NUMBER = re.compile(r"^\d+(?:\.\d+)+$")
 NEXT_WEIGHT = 0.5
 
 
@@ -159,17 +163,18 @@ def _insert_chunks(
 ) -> list[int]:
     if not chunks:
         return []
-    vectors = embed_cached(conn, embedder, [c.text for c in chunks])
     title = str(r.metadata.get("title") or r.uri.rsplit("/", 1)[-1])
+    contexts = [chunk_context(title, c) for c in chunks]
+    vectors = embed_cached(conn, embedder, [embedding_text(x, c) for x, c in zip(contexts, chunks, strict=True)])
     keys = [f"{source_id}:{c.index}" for c in chunks]
     rows = conn.execute(
         """
         insert into tortus.node (tenant_id, kind, key, label, text, source_id, embedding,
                                  embedding_model, tsv, props)
         select tortus.current_tenant(), 'chunk', k, l, x, %(source)s, v::vector, %(model)s,
-               to_tsvector(%(cfg)s::regconfig, x), p
+               to_tsvector(%(cfg)s::regconfig, repeat(c || E'\n', %(boost)s) || x), p
         from unnest(%(keys)s::text[], %(labels)s::text[], %(texts)s::text[], %(vectors)s::text[],
-                    %(props)s::jsonb[]) as t(k, l, x, v, p)
+                    %(props)s::jsonb[], %(contexts)s::text[]) as t(k, l, x, v, p, c)
         returning key, node_id
         """,
         {
@@ -177,7 +182,9 @@ def _insert_chunks(
             "model": embedder.name,
             "cfg": ts_config,
             "keys": keys,
-            "labels": [" > ".join((title, *c.headings[-1:])) for c in chunks],
+            "labels": [" > ".join((title, *map(_heading, c.headings[-1:]))) for c in chunks],
+            "contexts": contexts,
+            "boost": HEADING_BOOST,
             "texts": [c.text for c in chunks],
             "vectors": ["[" + ",".join(map(repr, v.tolist())) + "]" for v in vectors],
             "props": [Jsonb({"index": c.index, "headings": list(c.headings), "page": c.page}) for c in chunks],
@@ -197,6 +204,25 @@ def _insert_chunks(
         [NEXT_WEIGHT, source_id, Jsonb({"rule": "reading_order"}), ids[:-1], ids[1:]],
     )
     return ids
+
+
+def _heading(heading: str) -> str:
+    # A bare number heading ("7.3.2") marks a numbered provision of a policy or standard.
+    return f"clause {heading}" if CLAUSE_NUMBER.match(heading) else heading
+
+
+def chunk_context(title: str, chunk: Chunk) -> str:
+    """Title and heading path not already in the chunk's text. It is embedded and indexed with
+    the chunk, so a chunk deep in a section still matches the words that name its document and
+    section (a clause's text rarely repeats its own number)."""
+    lowered = chunk.text.casefold()
+    parts = (title, *map(_heading, chunk.headings))
+    return " > ".join(p for p in dict.fromkeys(parts) if p and p.casefold() not in lowered)
+
+
+def embedding_text(context: str, chunk: Chunk) -> str:
+    """What is embedded for a chunk: its context line, then its text."""
+    return f"{context}\n{chunk.text}" if context else chunk.text
 
 
 def _upsert_concepts(conn: psycopg.Connection, extraction: Extraction) -> dict[str, int]:
