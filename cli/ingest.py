@@ -16,6 +16,7 @@ from tortus_pg.indexing import IndexReport, build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.llm_extract import LLMExtractor
 from tortus_pg.ingest.store import source_summary
+from tortus_pg.ingest.types import Limits
 from tortus_pg.llm import ChatClient
 
 from .context import console, err_console, owner_connection, settings
@@ -34,6 +35,7 @@ def ingest(
     allow_private_urls: bool = typer.Option(False, "--allow-private-urls", help="Allow loopback/private URLs."),
     reindex: bool = typer.Option(True, "--index/--no-index", help="Lay out the graph and rebuild portals after."),
     llm: bool = typer.Option(False, "--llm", help="Also extract with the LLM at TORTUS_LLM_BASE_URL (merged)."),
+    max_mb: float = typer.Option(20.0, "--max-mb", help="Largest file or URL response to accept, in MB."),
 ) -> None:
     """Ingest documents (.md .mdx .txt .html .htm .pdf, directories, URLs) into the concept graph."""
     s = settings(ctx)
@@ -49,8 +51,14 @@ def ingest(
         s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
     )
     extractor = llm_extractor(s) if llm else None
+    if not 0 < max_mb <= 1024:
+        raise InvalidInput("--max-mb must be between 0 and 1024")
+    size = int(max_mb * 1_000_000)
     options = pipeline.IngestOptions(
-        allow_private_urls=allow_private_urls, ts_config=s.text_search_config, extra_extractor=extractor
+        limits=Limits(max_file_bytes=size, max_response_bytes=size),
+        allow_private_urls=allow_private_urls,
+        ts_config=s.text_search_config,
+        extra_extractor=extractor,
     )
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     report = None

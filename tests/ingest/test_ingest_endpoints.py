@@ -71,3 +71,13 @@ def test_llm_flag_without_endpoint_is_a_clear_error(tmp_path: Path, db_url: str)
     assert result.exit_code != 0
     assert "TORTUS_LLM_BASE_URL" in str(result.exception)
     _ = psycopg  # the database is untouched: the error comes before any connection work
+
+
+def test_size_limit_is_configurable_and_named(tmp_path: Path, db_url: str) -> None:
+    (tmp_path / "big.md").write_text("# Big\n\n" + "word " * 60_000)
+    result = CliRunner().invoke(
+        app, ["--workspace", str(tmp_path), "--database-url", db_url, "ingest", str(tmp_path / "big.md"), "--max-mb", "0.1"],
+        env={"TORTUS_EMBEDDER": "hash"},
+    )
+    assert result.exit_code == 1
+    assert "exceeds the 0.1 MB limit (max_file_bytes)" in result.output and "0 ingested" in result.output
