@@ -14,6 +14,7 @@ from tortus_pg.doctor import run_checks
 from tortus_pg.errors import TortusError
 
 from . import db
+from . import eval as eval_cli
 from . import ingest as ingest_cli
 from . import query as query_cli
 from . import tenants as tenant_cli
@@ -31,6 +32,8 @@ app.add_typer(ingest_cli.sources_app, name="sources")
 app.command("ingest")(ingest_cli.ingest)
 app.command("index")(ingest_cli.index)
 app.command("query")(query_cli.query)
+app.command("eval")(eval_cli.eval_)
+app.command("report")(eval_cli.report)
 
 
 @app.callback()

@@ -1,0 +1,160 @@
+"""A markdown report with plots from an evaluation summary (the JSON `tortus-pg eval` writes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from tortus_pg.errors import InvalidInput
+
+TABLE_METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5")
+HEADINGS = {"recall@2": "R@2", "recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10", "mrr": "MRR",
+            "all_gold@5": "all-gold@5", "all_gold@10": "all-gold@10"}
+CI_METRICS = ("recall@5", "all_gold@5", "ndcg@10")
+PLOTS = {"recall_at_k.png": "Recall@k per strategy", "latency_recall.png": "Latency (p50, bar to p95) against recall@5",
+         "ci_bars.png": "Means with 95% bootstrap intervals"}
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(entry: dict[str, Any], metric: str) -> str:
+    lo, hi = entry.get("ci95", {}).get(metric, [None, None])
+    return f"{_f(entry.get(metric))} [{_f(lo)}, {_f(hi)}]" if lo is not None else _f(entry.get(metric))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _strategy_table(done: dict[str, dict[str, Any]]) -> list[str]:
+    header = ["strategy", *(HEADINGS[m] for m in TABLE_METRICS), "p50 ms", "p95 ms", "fan-out", "scored"]
+    rows = [
+        [name, *(_ci(e, m) if m == "recall@5" else _f(e.get(m)) for m in TABLE_METRICS),
+         _f(e.get("latency_p50_ms"), 1), _f(e.get("latency_p95_ms"), 1), _f(e.get("fan_out"), 2),
+         f"{e['scored']}/{e['questions']}"]
+        for name, e in done.items()
+    ]
+    return _table(header, rows)
+
+
+def _paired_table(done: dict[str, dict[str, Any]]) -> list[str]:
+    rows = []
+    for name, e in done.items():
+        if "vs_baseline" not in e:
+            continue
+        cells = []
+        for metric in CI_METRICS:
+            p = e["vs_baseline"][metric]
+            lo, hi = p["ci95"]
+            mark = " *" if lo is not None and hi is not None and (lo > 0 or hi < 0) else ""
+            cells.append(f"{p['diff']:+.3f} [{_f(lo)}, {_f(hi)}]{mark}" if p["diff"] is not None else "–")
+        rows.append([name, *cells])
+    return _table(["strategy", *(f"Δ {HEADINGS[m]}" for m in CI_METRICS)], rows)
+
+
+def _type_table(done: dict[str, dict[str, Any]]) -> list[str]:
+    types = sorted({t for e in done.values() for t in e.get("by_type", {})})
+    rows = []
+    for t in types:
+        n = next(e["by_type"][t]["n"] for e in done.values() if t in e["by_type"])
+        cells = [f"{_f(b.get('recall@5'))} / {_f(b.get('all_gold@5'))}" if (b := e["by_type"].get(t)) else "–"
+                 for e in done.values()]
+        rows.append([t, str(n), *cells])
+    return _table(["type", "n", *done], rows)
+
+
+def _failure_table(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> list[str]:
+    classes = list(summary["taxonomy"]["classes"])
+    rows = [[name, str(e["scored"]), str(e["scored"] - sum(e["failures"].values())),
+             *(str(e["failures"][c]) for c in classes)] for name, e in done.items()]
+    k = summary["taxonomy"]["k"]
+    return _table(["strategy", "scored", f"all gold in top {k}", *(c.replace("_", " ") for c in classes)], rows)
+
+
+def _plots(done: dict[str, dict[str, Any]], out_dir: Path) -> None:
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for name, e in done.items():
+        curve = sorted((int(c), v or 0.0) for c, v in e.get("recall_curve", {}).items())
+        ax.plot([c for c, _ in curve], [v for _, v in curve], marker="o", label=name)
+    ax.set(xlabel="k", ylabel="mean recall@k", ylim=(0, 1.02), title="Recall@k")
+    ax.legend()
+    fig.savefig(out_dir / "recall_at_k.png", dpi=120)
+
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for name, e in done.items():
+        p50, p95, recall = e.get("latency_p50_ms") or 0.0, e.get("latency_p95_ms") or 0.0, e.get("recall@5") or 0.0
+        ax.errorbar([p50], [recall], xerr=[[0.0], [max(p95 - p50, 0.0)]], fmt="o", capsize=3, label=name)
+        ax.annotate(name, (p50, recall), textcoords="offset points", xytext=(5, 5))
+    ax.set(xlabel="latency ms (p50, bar to p95)", ylabel="mean recall@5", ylim=(0, 1.02), title="Latency vs recall")
+    fig.savefig(out_dir / "latency_recall.png", dpi=120)
+
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / max(len(done), 1)
+    for i, (name, e) in enumerate(done.items()):
+        means = [e.get(m) or 0.0 for m in CI_METRICS]
+        bounds = [e.get("ci95", {}).get(m) or [None, None] for m in CI_METRICS]
+        lower = [m - lo if lo is not None else 0.0 for m, (lo, _) in zip(means, bounds, strict=True)]
+        upper = [hi - m if hi is not None else 0.0 for m, (_, hi) in zip(means, bounds, strict=True)]
+        xs = [j + i * width for j in range(len(CI_METRICS))]
+        ax.bar(xs, means, width, yerr=[lower, upper], capsize=3, label=name)
+    ax.set_xticks([j + width * (len(done) - 1) / 2 for j in range(len(CI_METRICS))], [HEADINGS[m] for m in CI_METRICS])
+    ax.set(ylim=(0, 1.05), ylabel="mean", title="Per-strategy means, 95% bootstrap CI")
+    fig.legend(loc="outside lower center", ncols=min(len(done), 4), fontsize="small")
+    fig.savefig(out_dir / "ci_bars.png", dpi=120)
+
+
+def render(summary: dict[str, Any], out_dir: Path) -> Path:
+    """Write report.md (strategy table, paired differences, per-type breakdown, failure
+    taxonomy) and the PNG plots it links into `out_dir`; return the report's path."""
+    strategies = summary.get("strategies")
+    if not isinstance(strategies, dict) or "taxonomy" not in summary:
+        raise InvalidInput("not an evaluation summary: expected the JSON written by `tortus-pg eval`")
+    order = summary.get("strategy_order") or list(strategies)
+    done = {n: strategies[n] for n in order if strategies[n].get("status") == "done"}
+    skipped = {n: strategies[n].get("reason", "") for n in order if strategies[n].get("status") != "done"}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts = summary["counts"]
+    lines = [
+        f"# Retrieval evaluation: {summary['dataset']} (run {summary['run_id']})",
+        "",
+        f"{counts['questions']} questions ({counts['negative']} negative, excluded from retrieval metrics), "
+        f"k = {summary['k']}, embedder `{summary.get('embedder')}`, status {summary['status']}.",
+        "R@5 shows the mean with its 95% percentile-bootstrap interval; latency covers every question.",
+        "",
+        "## Strategies",
+        "",
+        *_strategy_table(done),
+        "",
+        *(f"- `{n}` skipped: {reason}" for n, reason in skipped.items()),
+        "",
+        f"## Paired difference to `{summary['baseline']}`",
+        "",
+        "Per-question differences resampled as pairs; * marks an interval that excludes zero.",
+        "",
+        *_paired_table(done),
+        "",
+        "## By question type (R@5 / all-gold@5)",
+        "",
+        *_type_table(done),
+        "",
+        f"## Failure taxonomy (questions whose gold is not all in the top {summary['taxonomy']['k']})",
+        "",
+        *_failure_table(summary, done),
+        "",
+        *(f"- {c.replace('_', ' ')}: {text}" for c, text in summary["taxonomy"]["classes"].items()),
+        *(f"- {c.replace('_', ' ')}: not measured; {text}" for c, text in summary["taxonomy"]["not_measured"].items()),
+        "",
+        *(["## Plots", "", *(f"![{title}]({name})" for name, title in PLOTS.items()), ""] if done else []),
+    ]
+    if done:
+        _plots(done, out_dir)
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

@@ -1,0 +1,196 @@
+"""Scoring one answer of a strategy, and summarizing a run: means with bootstrap intervals,
+latency percentiles, per-type breakdown, paired differences and a failure taxonomy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tortus_pg.eval.datasets import Dataset, Question
+from tortus_pg.eval.metrics import (
+    all_gold_at_k,
+    bootstrap_ci,
+    mrr,
+    ndcg_at_k,
+    paired_bootstrap_diff,
+    percentile,
+    recall_at_k,
+)
+from tortus_pg.eval.strategies import StrategyResult
+
+METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5", "all_gold@10")
+DIAGNOSTICS = ("fan_out", "portal_hops", "shard_crossings", "tokens")
+TYPE_METRICS = ("recall@5", "all_gold@5", "ndcg@10", "mrr")
+PAIRED_METRICS = ("recall@5", "all_gold@5", "ndcg@10")
+# The failure taxonomy classifies misses of the multi-hop success criterion, all gold in the top 5.
+TAXONOMY_K = 5
+TAXONOMY = {
+    "seed_miss": "no gold id in the top 5 of the seed stage (for one-stage strategies: of the result)",
+    "over_expansion": "the seed stage had gold ids in its top 5 that expansion pushed out of the final top 5",
+    "traversal_miss": "the seed stage found some gold, the rest was never reached "
+    "(one-stage strategies have no traversal, so each of their partial hits lands here)",
+}
+NOT_MEASURED = {
+    "wrong_abstention": "no strategy abstains or answers yet, so abstention on negative questions is not scored"
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    """One strategy on one question: metrics (None where undefined), ranked ids, latency."""
+
+    question_id: str
+    strategy: str
+    metrics: dict[str, Any]
+    retrieved: list[str]
+    latency_ms: float
+
+
+@dataclass
+class EvalRun:
+    """One evaluation run: its rows so far, the strategies that ran and those skipped (with why)."""
+
+    run_id: int
+    tenant: str
+    dataset: Dataset
+    config: dict[str, Any]
+    strategies: list[str]
+    skipped: dict[str, str]
+    results: list[Result] = field(default_factory=list)
+    status: str = "running"
+
+
+def question_metrics(out: StrategyResult, gold: Mapping[str, float]) -> dict[str, float | None]:
+    """Retrieval metrics of one answer (None for a negative question), the recall@5 of its seed
+    stage, and the strategy's diagnostics."""
+    ranked = out.ranked_ids
+    metrics: dict[str, float | None] = {f"recall@{c}": recall_at_k(ranked, gold, c) for c in (2, 5, 10)}
+    metrics["ndcg@10"] = ndcg_at_k(ranked, gold, 10)
+    metrics["mrr"] = mrr(ranked, gold)
+    metrics["all_gold@5"] = all_gold_at_k(ranked, gold, 5)
+    metrics["all_gold@10"] = all_gold_at_k(ranked, gold, 10)
+    seed = ranked if out.seed_ids is None else out.seed_ids
+    metrics[f"seed_recall@{TAXONOMY_K}"] = recall_at_k(seed, gold, TAXONOMY_K)
+    return {**metrics, **out.diagnostics}
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _values(rows: Sequence[Result], metric: str) -> list[float]:
+    return [float(v) for r in rows if isinstance(v := r.metrics.get(metric), int | float)]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def _failure(result: Result, question: Question) -> str | None:
+    """The taxonomy class of a scored question whose gold is not all in the top 5, else None."""
+    k = TAXONOMY_K
+    if not question.gold or all_gold_at_k(result.retrieved, question.gold, k) == 1.0:
+        return None
+    seed = result.metrics.get(f"seed_recall@{k}") or 0.0
+    final = recall_at_k(result.retrieved, question.gold, k) or 0.0
+    if seed == 0.0:
+        return "seed_miss"
+    return "over_expansion" if final < seed else "traversal_miss"
+
+
+def _strategy(rows: list[Result], questions: Mapping[str, Question], k: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {"status": "done", "questions": len(rows), "scored": len(_values(rows, "recall@5")),
+                             "failed": sum("error" in r.metrics for r in rows)}
+    ci: dict[str, list[float | None]] = {}
+    for metric in METRICS:
+        values = _values(rows, metric)
+        entry[metric] = _mean(values)
+        ci[metric] = [_num(x) for x in bootstrap_ci(values)]
+    entry["ci95"] = ci
+    latencies = [r.latency_ms for r in rows]
+    entry["latency_p50_ms"] = percentile(latencies, 50)
+    entry["latency_p95_ms"] = percentile(latencies, 95)
+    for name in DIAGNOSTICS:
+        if values := _values(rows, name):
+            entry[name] = _mean(values)
+    scored = [r for r in rows if questions[r.question_id].gold]
+    entry["recall_curve"] = {
+        str(c): _mean([recall_at_k(r.retrieved, questions[r.question_id].gold, c) or 0.0 for r in scored])
+        for c in range(1, k + 1)
+    }
+    by_type: dict[str, list[Result]] = {}
+    for r in rows:
+        by_type.setdefault(questions[r.question_id].type, []).append(r)
+    entry["by_type"] = {
+        t: {"n": len(group), **{m: _mean(_values(group, m)) for m in TYPE_METRICS}} for t, group in by_type.items()
+    }
+    failures = dict.fromkeys(TAXONOMY, 0)
+    for r in rows:
+        if (kind := _failure(r, questions[r.question_id])) is not None:
+            failures[kind] += 1
+    entry["failures"] = failures
+    return entry
+
+
+def _paired(rows: list[Result], base: list[Result]) -> dict[str, Any]:
+    mine = {r.question_id: r.metrics for r in rows}
+    theirs = {r.question_id: r.metrics for r in base}
+    paired: dict[str, Any] = {}
+    for metric in PAIRED_METRICS:
+        both = [q for q in mine if isinstance(mine[q].get(metric), int | float)
+                and isinstance(theirs.get(q, {}).get(metric), int | float)]
+        diff, lo, hi = paired_bootstrap_diff([mine[q][metric] for q in both], [theirs[q][metric] for q in both])
+        paired[metric] = {"diff": _num(diff), "ci95": [_num(lo), _num(hi)], "n": len(both)}
+    return paired
+
+
+def summarize(run: EvalRun) -> dict[str, Any]:
+    """Per strategy: metric means with 95% bootstrap intervals (`ci95`), latency p50/p95, mean
+    diagnostics, recall@1..k curve, per-question-type breakdown, failure taxonomy, and the paired
+    difference to the first strategy (`vs_baseline`). Negative questions count in latency only."""
+    k = int(run.config["k"])
+    questions = {q.id: q for q in run.dataset.questions}
+    rows = {name: [r for r in run.results if r.strategy == name and r.question_id in questions]
+            for name in run.strategies}
+    strategies: dict[str, Any] = {name: _strategy(group, questions, k) for name, group in rows.items()}
+    baseline = run.strategies[0] if run.strategies else None
+    for name in run.strategies[1:]:
+        strategies[name]["vs_baseline"] = _paired(rows[name], rows[str(baseline)])
+    for name, reason in run.skipped.items():
+        strategies[name] = {"status": "skipped", "reason": reason}
+    asked = [questions[q] for q in dict.fromkeys(r.question_id for r in run.results if r.question_id in questions)]
+    types: dict[str, int] = {}
+    for q in asked:
+        types[q.type] = types.get(q.type, 0) + 1
+    return {
+        "dataset": run.dataset.name,
+        "kind": run.dataset.kind,
+        "run_id": run.run_id,
+        "tenant": run.tenant,
+        "status": run.status,
+        "k": k,
+        "embedder": run.config.get("embedder"),
+        "baseline": baseline,
+        "counts": {"questions": len(asked), "negative": sum(q.is_negative for q in asked), "by_type": types},
+        "taxonomy": {"k": TAXONOMY_K, "classes": TAXONOMY, "not_measured": NOT_MEASURED},
+        # jsonb does not keep key order, so the listed order is kept here for the stored summary.
+        "strategy_order": [n for n in run.config.get("strategies", strategies) if n in strategies],
+        "strategies": {n: strategies[n] for n in run.config.get("strategies", strategies) if n in strategies},
+    }
+
+
+def document(run: EvalRun) -> dict[str, Any]:
+    """The summary plus one row per question with each strategy's metrics, ids and latency."""
+    by_question: dict[str, dict[str, Any]] = {}
+    for r in run.results:
+        by_question.setdefault(r.question_id, {})[r.strategy] = {
+            "metrics": r.metrics, "retrieved": r.retrieved, "latency_ms": r.latency_ms
+        }
+    rows = [
+        {"id": q.id, "question": q.text, "type": q.type, "hops": q.hops, "negative": q.is_negative,
+         "gold": sorted(q.gold), "results": by_question[q.id]}
+        for q in run.dataset.questions if q.id in by_question
+    ]
+    return {**summarize(run), "questions": rows}
