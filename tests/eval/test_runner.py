@@ -185,6 +185,15 @@ def test_expansion_reaches_the_bridge_passage_that_bm25_misses(db: psycopg.Conne
     assert salient_terms("Zorblax Tower", PASSAGES[0][2], question) == ["Quintella Marsh"]
 
 
+def test_graph_strategies_walk_from_the_seed_to_the_bridge_passage(db: psycopg.Connection, dataset: Dataset) -> None:
+    tenant, ctx = prepared(db, dataset)
+    got = answers(runner.run(db, dataset, ["graph_local", "ppr"], tenant=tenant, context=ctx))
+    for strategy in ("graph_local", "ppr"):
+        metrics, retrieved = got[("q3", strategy)]
+        assert {"p00", "p01"} <= set(retrieved[:5]), strategy
+    assert got[("q3", "graph_local")][0]["fan_out"] > 0
+
+
 def test_node_ids_map_back_to_dataset_ids(db: psycopg.Connection, dataset: Dataset) -> None:
     tenant, ctx = prepared(db, dataset)
     with tenant_scope(db, tenant):

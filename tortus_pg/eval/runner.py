@@ -24,6 +24,7 @@ from tortus_pg import tenants
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
+from tortus_pg.eval import graph_strategies  # noqa: F401  (registers graph_local and ppr)
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.strategies import Strategy, StrategyContext, StrategyFailed, StrategyResult, build
 from tortus_pg.eval.summary import EvalRun, Result, document, question_metrics, summarize
