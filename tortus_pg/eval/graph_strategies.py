@@ -18,8 +18,8 @@ LOCAL_POLICY = {"max_hops": 2, "fan_out": 25, "max_nodes": 400, "max_portal_hops
 
 _EXPAND = """
 select t.node_id, t.directions from tortus.traverse(%s::bigint[], %s, %s) t
-where not t.pruned and t.kind = 'chunk' and t.hop > 0
-order by t.score desc, t.node_id
+where not t.pruned and t.kind = 'chunk'
+order by t.hop = 0 desc, t.score desc, t.node_id
 """
 
 _PPR = """
@@ -38,7 +38,8 @@ class _Seeded(Hybrid):
 
 @register("graph_local")
 class GraphLocal(_Seeded):
-    """Hybrid seeds plus the chunks one shared concept away, fused by RRF."""
+    """Hybrid seeds plus the chunks one shared concept away: the walk's list (seeds first, then
+    reached chunks by path score) fused with the hybrid list by RRF."""
 
     def retrieve(self, conn: psycopg.Connection, question: str, k: int) -> StrategyResult:
         ranked, seeds = self.seeds(conn, question, k)
@@ -47,7 +48,7 @@ class GraphLocal(_Seeded):
         rows = conn.execute(_EXPAND, [seeds, vector, Jsonb(LOCAL_POLICY)]).fetchall()
         expanded = source_ids(conn, [r[0] for r in rows], self.ctx.uri_prefix)
         portals = sum(1 for _, directions in rows if "portal" in directions)
-        diagnostics = {"fan_out": float(len(rows)), "portal_hops": float(portals)}
+        diagnostics = {"fan_out": float(len(rows) - len(seeds)), "portal_hops": float(portals)}
         return StrategyResult(rrf([ranked, expanded])[:k], diagnostics, seed_ids=ranked)
 
 
