@@ -99,8 +99,3 @@ def bootstrap(pgdata: Path, database: str = DATABASE) -> str:
     with psycopg.connect(_url(socket_dir, SUPERUSER, database), autocommit=True) as conn:
         conn.execute("create extension if not exists vector")
     return _url(socket_dir, OWNER_ROLE, database)
-
-
-def url_for(pgdata: Path, user: str = OWNER_ROLE, database: str = DATABASE) -> str:
-    """Connection URL of the running server for `user` (starts it when needed)."""
-    return _url(start(pgdata), user, database)
