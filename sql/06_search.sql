@@ -100,32 +100,67 @@ comment on function tortus.rrf(integer[], double precision[], integer) is
 'lists it appears in (a NULL rank means absent from that list and contributes nothing).';
 
 drop function if exists tortus.hybrid_search(text, vector, integer, double precision, double precision, integer, integer);
+drop function if exists tortus.hybrid_search(
+    text, vector, integer, double precision, double precision, integer, integer, regconfig);
+create or replace function tortus.identifier_lexemes(query text, config regconfig default 'english')
+returns text[]
+language sql stable parallel safe
+set search_path = pg_catalog
+return (
+    select coalesce(array_agg(distinct t.lexeme), '{}')
+    from unnest(to_tsvector(config, left(query, 10000))) as t
+    where t.lexeme ~ '[0-9]' and t.lexeme ~ '[^0-9]'
+);
+
+comment on function tortus.identifier_lexemes(text, regconfig) is
+'The identifier-like lexemes of a query: tokens that mix digits with letters or separators '
+'(clause numbers such as 7.3.2, versions such as 4.2, the -1042 of error code E-1042). Plain numbers '
+'such as years are not identifiers.';
+
 create or replace function tortus.hybrid_search(
     query text, query_vector vector, k integer default 10,
     bm25_weight double precision default 1, vector_weight double precision default 1,
-    rrf_k integer default 60, candidates integer default 100
-) returns table (node_id bigint, score double precision, bm25_rank integer, vector_rank integer, rank integer)
+    rrf_k integer default 60, candidates integer default 100, config regconfig default 'english'
+) returns table (
+    node_id bigint, score double precision, bm25_rank integer, vector_rank integer, rank integer,
+    heading_match boolean
+)
 language sql volatile
 set search_path = pg_catalog
 as $$
     with lexical as (
-        select l.node_id, l.rank from tortus.bm25_search(query, greatest(candidates, k)) l
+        select l.node_id, l.rank from tortus.bm25_search(query, greatest(candidates, k), config => config) l
     ), dense as (
         select v.node_id, v.rank from tortus.vector_search(query_vector, greatest(candidates, k)) v
+    ), ids as (
+        select tortus.identifier_lexemes(query, config) as lexemes
     ), fused as (
         select coalesce(l.node_id, d.node_id) as node_id,
                tortus.rrf(array[l.rank, d.rank], array[bm25_weight, vector_weight], rrf_k) as score,
                l.rank as bm25_rank, d.rank as vector_rank
         from lexical l full join dense d on d.node_id = l.node_id
+    ), marked as (
+        -- A chunk whose own heading (the last part of its label) carries every identifier of
+        -- the query is where that identifier is defined: "clause 7.3.2" is answered by the
+        -- clause headed 7.3.2, not by a passage that cites it. Such chunks go first.
+        select f.*,
+               cardinality(ids.lexemes) > 0 and f.bm25_rank is not null
+               and tsvector_to_array(to_tsvector(config, regexp_replace(n.label, '^.* > ', ''))) @> ids.lexemes
+                   as heading_match
+        from fused f
+        cross join ids
+        join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = f.node_id
     )
-    select f.node_id, f.score, f.bm25_rank, f.vector_rank,
-           (row_number() over (order by f.score desc, f.node_id))::integer
-    from fused f
-    order by f.score desc, f.node_id
+    select m.node_id, m.score, m.bm25_rank, m.vector_rank,
+           (row_number() over (order by m.heading_match desc, m.score desc, m.node_id))::integer, m.heading_match
+    from marked m
+    order by m.heading_match desc, m.score desc, m.node_id
     limit greatest(k, 0)
 $$;
 
-comment on function tortus.hybrid_search(text, vector, integer, double precision, double precision, integer, integer) is
+comment on function tortus.hybrid_search(text, vector, integer, double precision, double precision, integer, integer, regconfig) is
 'Weighted Reciprocal Rank Fusion of tortus.bm25_search and tortus.vector_search: score = '
 'bm25_weight / (rrf_k + bm25_rank) + vector_weight / (rrf_k + vector_rank), each leg taking its '
-'top `candidates` (a missing rank contributes 0). Returns both component ranks; ties break by node_id.';
+'top `candidates` (a missing rank contributes 0). When the query names identifiers '
+'(tortus.identifier_lexemes), lexical hits whose own heading carries all of them are ranked first '
+'(heading_match). Returns both component ranks; ties break by node_id.';

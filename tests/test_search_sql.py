@@ -189,10 +189,26 @@ def test_hybrid_reports_both_ranks_and_fuses_them(conn: psycopg.Connection, vect
     with tenant_scope(conn, "vec"):
         conn.execute("update tortus.node set text = 'ledger vault ' || key, tsv = to_tsvector('english', 'ledger vault ' || key) where key in ('v1', 'v2', 'v3')")
         rows = conn.execute(
-            "select node_id, score, bm25_rank, vector_rank, rank from tortus.hybrid_search('ledger', %s, 10, 2.0, 1.0, 60)",
+            "select node_id, score, bm25_rank, vector_rank, rank, heading_match "
+            "from tortus.hybrid_search('ledger', %s, 10, 2.0, 1.0, 60)",
             [vectors[1]],
         ).fetchall()
     assert len(rows) == 10 and [r[4] for r in rows] == list(range(1, 11))
-    for _, score, b, v, _ in rows:
+    for _, score, b, v, _, pinned in rows:
+        assert not pinned  # no identifier in the query
         assert score == pytest.approx((2.0 / (60 + b) if b else 0) + (1.0 / (60 + v) if v else 0))
     assert rows[0][2] is not None and rows[0][3] is not None  # v2 is first in both legs
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What does clause 7.3.2 say?", ["7.3.2"]),
+        ("error E-1042 after upgrading to 4.2", ["-1042", "4.2"]),
+        ("born in 1987 in Paris", []),
+        ("", []),
+    ],
+)
+def test_identifier_lexemes(session_conn: psycopg.Connection, query: str, expected: list[str]) -> None:
+    row = session_conn.execute("select tortus.identifier_lexemes(%s)", [query]).fetchone()
+    assert row is not None and sorted(row[0]) == expected

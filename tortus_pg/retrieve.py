@@ -27,6 +27,7 @@ class Hit:
     score: float
     bm25_rank: int | None
     vector_rank: int | None
+    heading_match: bool  # hybrid: the chunk's heading carries every identifier the query names
     label: str
     text: str
     uri: str
@@ -36,16 +37,16 @@ class Hit:
 
 
 _LEGS = {
-    "keyword": "select node_id, score, rank, rank as bm25_rank, null::int as vector_rank "
+    "keyword": "select node_id, score, rank, rank as bm25_rank, null::int as vector_rank, false as heading_match "
     "from tortus.bm25_search(%(q)s, %(k)s, config => %(cfg)s::regconfig)",
-    "vector": "select node_id, score, rank, null::int as bm25_rank, rank as vector_rank "
+    "vector": "select node_id, score, rank, null::int as bm25_rank, rank as vector_rank, false as heading_match "
     "from tortus.vector_search(%(v)s, %(k)s)",
-    "hybrid": "select node_id, score, rank, bm25_rank, vector_rank "
-    "from tortus.hybrid_search(%(q)s, %(v)s, %(k)s, %(bw)s, %(vw)s, %(rrf)s)",
+    "hybrid": "select node_id, score, rank, bm25_rank, vector_rank, heading_match "
+    "from tortus.hybrid_search(%(q)s, %(v)s, %(k)s, %(bw)s, %(vw)s, %(rrf)s, config => %(cfg)s::regconfig)",
 }
 
 _HITS = """
-select h.node_id, h.rank, h.score, h.bm25_rank, h.vector_rank, n.label, n.text, s.uri,
+select h.node_id, h.rank, h.score, h.bm25_rank, h.vector_rank, h.heading_match, n.label, n.text, s.uri,
        sp.start_char, sp.end_char, sp.page
 from ({leg}) h
 join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = h.node_id
