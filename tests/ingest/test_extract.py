@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -151,6 +153,26 @@ def test_title_keeps_its_identifier_kind() -> None:
     ex = extract("ADR-012 chooses PostgreSQL for the ledger.", title="ADR-012")
     assert (ex.concepts[0].key, ex.concepts[0].kind) == ("adr-012", "decision")
     assert len(ex.concepts[0].mentions) == 1
+
+
+def test_the_title_is_defined_by_the_first_chunk() -> None:
+    ex = extract(LOVELACE, title="Ada Lovelace")
+    assert ex.defines == ((0, "ada lovelace"),)
+    assert extract("plain words only here", title=None).defines == ()
+
+
+def test_a_clause_is_defined_by_the_chunk_headed_by_its_number() -> None:
+    text = (files("tortus_pg") / "demo" / "pdf-src" / "information-security-policy.txt").read_text()
+    doc = Document(text, "pdf", title="Information Security Policy")
+    chunks = chunk_document(doc)
+    ex = extract_concepts(doc, chunks)
+    defined = {key: chunks[c] for c, key in ex.defines}
+    assert defined["clause 7.3.2"].text.startswith("7.3.2 Signing keys")
+    assert defined["clause 7.2.3"].text.startswith("7.2.3 Signing keys must be non-exportable")
+    assert defined["information security policy"].index == chunks[0].index
+    # A cited clause keeps its mentions (the version history cites 7.3.2); an uncited one
+    # exists without any.
+    assert by_key(ex)["clause 7.3.2"].mentions and by_key(ex)["clause 7.2.3"].mentions == ()
 
 
 def test_no_title_means_no_title_concept() -> None:

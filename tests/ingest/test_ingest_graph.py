@@ -93,6 +93,29 @@ def test_every_chunk_span_recovers_its_text(db: psycopg.Connection, tmp_path: Pa
     assert ("Key Vault", "Key Vault") in mentions
 
 
+def defining_chunks(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
+    """(concept label, defining chunk's text, the edge's evidence text) of every defines edge."""
+    with tenant_scope(conn, "t"):
+        return conn.execute(  # type: ignore[return-value]
+            """select c.label, n.text, tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char)
+               from tortus.edge e join tortus.node n on n.node_id = e.src join tortus.node c on c.node_id = e.dst
+               join tortus.evidence_span sp on sp.edge_id = e.edge_id where e.type = 'defines' order by 1"""
+        ).fetchall()
+
+
+def test_definitions_link_title_concepts_to_their_document(db: psycopg.Connection, tmp_path: Path) -> None:
+    (tmp_path / "vault.md").write_text(VAULT)
+    (tmp_path / "ledger.md").write_text(LEDGER)
+    ingest_dir(db, tmp_path)
+    found = defining_chunks(db)
+    assert [label for label, *_ in found] == ["Key Vault", "Ledger Service"]
+    assert all(text == evidence for _, text, evidence in found)  # the chunk is the evidence
+    # The ledger mentions Key Vault, but only the vault's own document defines it.
+    assert "Key Vault stores certificates" in found[0][1]
+    assert pipeline.remove(db, "t", str((tmp_path / "vault.md").resolve()))
+    assert [label for label, *_ in defining_chunks(db)] == ["Ledger Service"]
+
+
 def test_reingest_unchanged_is_a_no_op(db: psycopg.Connection, tmp_path: Path) -> None:
     (tmp_path / "vault.md").write_text(VAULT)
     ingest_dir(db, tmp_path)

@@ -331,6 +331,34 @@ class _Sentence:
     hits: list[_Hit]
 
 
+_CLAUSE_HEADING = re.compile(r"^\d+(?:\.\d+)+$")
+
+
+def heading_label(heading: str) -> str:
+    """How a heading names its section: a bare number ("7.3.2") marks a numbered provision of
+    a policy or standard, which the text elsewhere cites as "clause 7.3.2"."""
+    return f"clause {heading}" if _CLAUSE_HEADING.match(heading) else heading
+
+
+def _definitions(
+    chunks: list[Chunk], title_key: str, concepts: tuple[Concept, ...]
+) -> tuple[tuple[Concept, ...], tuple[tuple[int, str], ...]]:
+    """Where concepts are defined: the title's concept in the first chunk, a clause in the chunk
+    headed by its number. A clause nobody cites yet becomes a concept without mentions."""
+    defines = [(chunks[0].index, title_key)] if title_key else []
+    known = {c.key for c in concepts}
+    added: list[Concept] = []
+    for chunk in chunks:
+        if chunk.headings and _CLAUSE_HEADING.match(chunk.headings[-1]):
+            label = heading_label(chunk.headings[-1])
+            key = concept_key(label)
+            if key not in known:
+                known.add(key)
+                added.append(Concept(key, label, "entity"))
+            defines.append((chunk.index, key))
+    return concepts + tuple(added), tuple(dict.fromkeys(defines))
+
+
 def extract_concepts(doc: Document, chunks: list[Chunk], *, title: str | None = None) -> Extraction:
     """Extract concepts (with exact mentions) and typed edges from a chunked document.
 
@@ -356,10 +384,8 @@ def extract_concepts(doc: Document, chunks: list[Chunk], *, title: str | None = 
         ]
         sent.hits = hits
     _add_key_phrases(text, sentences)
-    return Extraction(
-        concepts=_concepts(title_hits, title_key, chunks[0].index, sentences),
-        edges=_edges(text, sentences),
-    )
+    concepts, defines = _definitions(chunks, title_key, _concepts(title_hits, title_key, chunks[0].index, sentences))
+    return Extraction(concepts=concepts, edges=_edges(text, sentences), defines=defines)
 
 
 def _sentences(doc: Document, chunks: list[Chunk]) -> list[_Sentence]:

@@ -97,6 +97,7 @@ class _Graph:
     mentions: dict[str, dict[Mention, None]] = field(default_factory=dict)  # ordered sets
     edges: dict[tuple[str, str, str], ExtractedEdge] = field(default_factory=dict)
     warnings: dict[str, None] = field(default_factory=dict)
+    defines: dict[tuple[int, str], None] = field(default_factory=dict)
 
     def add_concept(self, concept: Concept) -> None:
         self.labels.setdefault(concept.key, concept.label)
@@ -114,13 +115,14 @@ class _Graph:
         for edge in extraction.edges:
             self.add_edge(edge)
         self.warnings.update(dict.fromkeys(extraction.warnings))
+        self.defines.update(dict.fromkeys(extraction.defines))
 
     def build(self) -> Extraction:
         concepts = tuple(
             Concept(key, self.labels[key], self.kinds[key], tuple(sorted(found, key=_position)))
             for key, found in self.mentions.items()
         )
-        return Extraction(concepts, tuple(self.edges.values()), tuple(self.warnings))
+        return Extraction(concepts, tuple(self.edges.values()), tuple(self.warnings), tuple(self.defines))
 
 
 def _position(mention: Mention) -> tuple[int, int, int]:
@@ -132,7 +134,8 @@ def merged(a: Extraction, b: Extraction) -> Extraction:
 
     Concepts are merged by key with their mentions unioned; label and kind come from the
     first extraction that has the key. Edges are de-duplicated by (src, dst, type), keeping
-    the one with the highest confidence (the earlier one on a tie). Warnings are concatenated.
+    the one with the highest confidence (the earlier one on a tie). Warnings and definitions are
+    concatenated.
     """
     graph = _Graph()
     graph.add(a)

@@ -8,7 +8,6 @@ other sources survive and keep only the evidence that still supports them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,14 +18,17 @@ from psycopg.types.json import Jsonb
 
 from tortus_pg.embed import Embedder
 from tortus_pg.ingest.embeddings import embed_cached
+from tortus_pg.ingest.extract import heading_label
 from tortus_pg.ingest.types import Chunk, Document, Extraction
 
 Status = Literal["ingested", "updated", "unchanged"]
 MENTION_WEIGHT = 0.6
 # The context is indexed this many times: a field weight, as BM25F gives titles and headings.
 HEADING_BOOST = 2
-CLAUSE_NUMBER = re.compile(r"^\d+(?:\.\d+)+$")
 NEXT_WEIGHT = 0.5
+# A chunk that defines a concept (its document's title, its clause number) is the concept's
+# best evidence: the strongest edge a walk can take to reach it.
+DEFINES_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def store_document(
 
     chunk_ids = _insert_chunks(conn, source_id, record, chunks, embedder, ts_config)
     concept_ids = _upsert_concepts(conn, extraction)
-    edges = _insert_edges(conn, source_id, chunk_ids, concept_ids, extraction)
+    edges = _insert_edges(conn, source_id, chunks, chunk_ids, concept_ids, extraction)
     _memberships(conn, record.subgraphs, [*chunk_ids, *concept_ids.values()])
     status: Status = "updated" if existing is not None else "ingested"
     return StoreResult(record.uri, status, source_id, len(chunk_ids), len(concept_ids), edges, warnings)
@@ -182,7 +184,7 @@ def _insert_chunks(
             "model": embedder.name,
             "cfg": ts_config,
             "keys": keys,
-            "labels": [" > ".join((title, *map(_heading, c.headings[-1:]))) for c in chunks],
+            "labels": [" > ".join((title, *map(heading_label, c.headings[-1:]))) for c in chunks],
             "contexts": contexts,
             "boost": HEADING_BOOST,
             "texts": [c.text for c in chunks],
@@ -206,17 +208,12 @@ def _insert_chunks(
     return ids
 
 
-def _heading(heading: str) -> str:
-    # A bare number heading ("7.3.2") marks a numbered provision of a policy or standard.
-    return f"clause {heading}" if CLAUSE_NUMBER.match(heading) else heading
-
-
 def chunk_context(title: str, chunk: Chunk) -> str:
     """Title and heading path not already in the chunk's text. It is embedded and indexed with
     the chunk, so a chunk deep in a section still matches the words that name its document and
     section (a clause's text rarely repeats its own number)."""
     lowered = chunk.text.casefold()
-    parts = (title, *map(_heading, chunk.headings))
+    parts = (title, *map(heading_label, chunk.headings))
     return " > ".join(p for p in dict.fromkeys(parts) if p and p.casefold() not in lowered)
 
 
@@ -245,6 +242,7 @@ def _upsert_concepts(conn: psycopg.Connection, extraction: Extraction) -> dict[s
 def _insert_edges(
     conn: psycopg.Connection,
     source_id: int,
+    chunks: Sequence[Chunk],
     chunk_ids: list[int],
     concept_ids: dict[str, int],
     extraction: Extraction,
@@ -271,6 +269,17 @@ def _insert_edges(
             [MENTION_WEIGHT, source_id, Jsonb({"rule": "mention"}), [a for a, _ in mentions], [b for _, b in mentions]],
         ).fetchall()
         spans += [(*mentions[(a, b)], i) for a, b, i in rows]
+    # The defining chunk is the evidence of its definition.
+    defines = {(chunk_ids[c], concept_ids[key]): (chunks[c].start, chunks[c].end) for c, key in extraction.defines}
+    if defines:
+        rows = conn.execute(
+            "insert into tortus.edge (tenant_id, src, dst, type, weight, source_id, provenance) "
+            "select tortus.current_tenant(), a, b, 'defines', %s, %s, %s from unnest(%s::bigint[], %s::bigint[]) "
+            "as t(a, b) returning src, dst, edge_id",
+            [DEFINES_WEIGHT, source_id, Jsonb({"rule": "title_or_clause_heading"}), [a for a, _ in defines],
+             [b for _, b in defines]],
+        ).fetchall()
+        spans += [(*defines[(a, b)], i) for a, b, i in rows]
     if typed:
         rows = conn.execute(
             """

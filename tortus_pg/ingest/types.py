@@ -88,3 +88,6 @@ class Extraction:
     concepts: tuple[Concept, ...] = ()
     edges: tuple[ExtractedEdge, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # (chunk index, concept key): the chunk is where the concept is defined, i.e. the lead
+    # chunk of the document titled by it, or the provision headed by its clause number.
+    defines: tuple[tuple[int, str], ...] = ()
