@@ -15,6 +15,7 @@ from tortus_pg.errors import TortusError
 
 from . import db
 from . import eval as eval_cli
+from . import golden as golden_cli
 from . import ingest as ingest_cli
 from . import query as query_cli
 from . import tenants as tenant_cli
@@ -34,6 +35,8 @@ app.command("index")(ingest_cli.index)
 app.command("query")(query_cli.query)
 app.command("eval")(eval_cli.eval_)
 app.command("report")(eval_cli.report)
+app.command("golden-set")(golden_cli.golden_set)
+app.add_typer(golden_cli.audit_app, name="audit")
 
 
 @app.callback()

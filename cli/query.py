@@ -1,43 +1,93 @@
-"""`tortus-pg query`: search the tenant's chunks from the command line."""
+"""`tortus-pg query`: answer a question (tortus mode) or search the tenant's chunks."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Any
 
 import typer
 from rich.table import Table
+from rich.tree import Tree
 
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
+from tortus_pg.engine import Answer, answer
+from tortus_pg.llm import ChatClient
+from tortus_pg.policy import PORTAL_PREFERENCES, make_policy
 from tortus_pg.retrieve import MODES, search
+from tortus_pg.synth import LLMSynthesizer
 
 from .context import console, owner_connection, settings
+
+ALL_MODES = ("tortus", *MODES)
 
 
 def query(
     ctx: typer.Context,
     text: str = typer.Argument(..., help="The question or search terms."),
-    mode: str = typer.Option("hybrid", "--mode", help=f"Retrieval mode: {', '.join(MODES)}."),
-    k: int = typer.Option(5, "--k", help="How many chunks to return."),
+    mode: str = typer.Option(
+        "tortus", "--mode", help=f"tortus answers from the graph; {', '.join(MODES)} only search chunks."
+    ),
+    k: int = typer.Option(5, "--k", help="Chunks to return (search) or evidence chunks to answer from (tortus)."),
+    explain: bool = typer.Option(False, "--explain", help="tortus: show the reasoning path with evidence quotes."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full response as JSON."),
+    max_hops: int = typer.Option(None, "--max-hops", help="tortus: edges a path may take (default 2)."),
+    max_ms: int = typer.Option(None, "--max-ms", help="tortus: time budget in ms (default 3000)."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="tortus: evidence words for synthesis (default 1200)."),
+    semantic_group: str = typer.Option(None, "--semantic-group", help="tortus: stay inside this subgraph."),
+    portal_preference: str = typer.Option(
+        None, "--portal-preference", help=f"tortus: {', '.join(PORTAL_PREFERENCES)} (default auto)."
+    ),
+    failover_level: int = typer.Option(None, "--failover-level", help="tortus: 0 strict, 1 widen (default), 2."),
+    local_only: bool = typer.Option(False, "--local-only", help="tortus: no portals, stay in the seeds' subgraphs."),
+    no_personalization: bool = typer.Option(
+        False, "--no-personalization", help="tortus: seed from search only, not the concepts the question names."
+    ),
+    llm: bool = typer.Option(False, "--llm", help="tortus: write the answer with the configured LLM endpoint."),
     bm25_weight: float = typer.Option(1.0, "--bm25-weight", help="Weight of the BM25 leg in hybrid fusion."),
     vector_weight: float = typer.Option(1.0, "--vector-weight", help="Weight of the vector leg in hybrid fusion."),
     rrf_k: int = typer.Option(60, "--rrf-k", help="RRF constant: larger flattens rank differences."),
-    as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
 ) -> None:
-    """Search the knowledge base: exact BM25, vector or hybrid (weighted RRF) retrieval in SQL."""
+    """Ask a question: the answer, the path that reached its evidence and the cited spans (tortus),
+    or search chunks with exact BM25, vector or hybrid retrieval."""
     s = settings(ctx)
+    if mode not in ALL_MODES:
+        raise typer.BadParameter(f"unknown mode {mode!r}; choose from {', '.join(ALL_MODES)}", param_hint="--mode")
     embedder = None if mode == "keyword" else make_embedder(
         s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
     )
-    with owner_connection(ctx) as conn, tenant_scope(conn, s.tenant):
-        hits = search(
-            conn, text, mode=mode, k=k, embedder=embedder,  # type: ignore[arg-type]
-            bm25_weight=bm25_weight, vector_weight=vector_weight, rrf_k=rrf_k, ts_config=s.text_search_config,
-        )
-    if as_json:
-        print(json.dumps([asdict(h) for h in hits], indent=2))
+    if mode != "tortus":
+        with owner_connection(ctx) as conn, tenant_scope(conn, s.tenant):
+            hits = search(
+                conn, text, mode=mode, k=k, embedder=embedder,  # type: ignore[arg-type]
+                bm25_weight=bm25_weight, vector_weight=vector_weight, rrf_k=rrf_k, ts_config=s.text_search_config,
+            )
+        if as_json:
+            print(json.dumps([asdict(h) for h in hits], indent=2))
+        else:
+            _hits_table(hits)
         return
+    policy, warnings = make_policy({
+        "max_hops": max_hops, "max_ms": max_ms, "max_tokens": max_tokens, "semantic_group": semantic_group,
+        "portal_preference": portal_preference, "failover_level": failover_level, "local_only": local_only,
+        "explain": explain, "no_personalization": no_personalization,
+    })
+    synthesizer = None
+    if llm:
+        if not (s.llm_base_url and s.llm_model):
+            raise typer.BadParameter("set llm_base_url and llm_model (tortus.toml or TORTUS_LLM_*)", param_hint="--llm")
+        synthesizer = LLMSynthesizer(ChatClient(s.llm_base_url, s.llm_api_key, s.llm_model))
+    with owner_connection(ctx) as conn, tenant_scope(conn, s.tenant):
+        result = answer(conn, text, embedder=embedder, policy=policy, k=k, ts_config=s.text_search_config,
+                        synthesizer=synthesizer, warnings=warnings)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        _render(result, explain)
+
+
+def _hits_table(hits: list[Any]) -> None:
     table = Table("#", "score", "bm25", "vector")
     table.add_column("source", no_wrap=True, max_width=40)
     table.add_column("chunk", no_wrap=True, overflow="ellipsis", max_width=60)
@@ -46,3 +96,34 @@ def query(
         where = f"{h.uri}" + (f" p.{h.page}" if h.page else "")
         table.add_row(str(h.rank), f"{h.score:.4f}", str(h.bm25_rank or "-"), str(h.vector_rank or "-"), where, snippet)
     console.print(table)
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _render(result: Answer, explain: bool) -> None:
+    if result.withheld:
+        console.print("[bold yellow]Not enough source-backed evidence to answer.[/]")
+    else:
+        console.print(f"[bold]{result.answer}[/]")
+        console.print(f"confidence {result.confidence:.2f}")
+        for claim in result.claims:
+            page = f" p.{claim['page']}" if claim.get("page") else ""
+            console.print(f"  [{claim['citation']}] {claim['uri']}{page} chars {claim['span'][0]}-{claim['span'][1]}")
+    for warning in result.warnings:
+        console.print(f"[yellow]! {warning}[/]")
+    if not explain:
+        return
+    tree = Tree(f"[bold]{result.question}[/]")
+    nodes: dict[object, Tree] = {}
+    for hop in result.path:
+        parent = tree if hop["edge_type"] == "search" else nodes.get(hop.get("from_id"), tree)
+        branch = parent.add(f"[cyan]{hop['edge_type']}[/] → {hop['to']}  [dim]{hop.get('reason') or ''}[/]")
+        for item in hop["evidence"][:1]:
+            branch.add(f"[green]“{_quote(item['text'])}”[/] [dim]{item['uri']}[/]")
+        nodes[hop.get("to_id")] = branch
+    console.print(tree)
+    budget = ", ".join(f"{name} {b['used']}/{b['limit']}" for name, b in result.budget.items())
+    console.print(f"[dim]budget: {budget}; trace {result.trace_id}[/]")

@@ -109,13 +109,14 @@ set search_path = pg_catalog
 return (
     select coalesce(array_agg(distinct t.lexeme), '{}')
     from unnest(to_tsvector(config, left(query, 10000))) as t
-    where t.lexeme ~ '[0-9]' and t.lexeme ~ '[^0-9]'
+    where t.lexeme ~ '[0-9]' and t.lexeme ~ '[.\-_/]' and t.lexeme ~ '[0-9][^0-9]*[0-9]'
 );
 
 comment on function tortus.identifier_lexemes(text, regconfig) is
-'The identifier-like lexemes of a query: tokens that mix digits with letters or separators '
-'(clause numbers such as 7.3.2, versions such as 4.2, the -1042 of error code E-1042). Plain numbers '
-'such as years are not identifiers.';
+'The identifier-like lexemes of a query: tokens with at least two digits and a separator (. - _ /): '
+'clause numbers such as 7.3.2, versions such as 4.2, the -1042 of error code E-1042. Plain numbers '
+'such as years and names such as p53 are not identifiers (titles carrying a gene name are not '
+'definitions of it).';
 
 create or replace function tortus.hybrid_search(
     query text, query_vector vector, k integer default 10,

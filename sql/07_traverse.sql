@@ -5,6 +5,7 @@
 -- writes anything: state lives in arrays, not temp tables, so both are STABLE.
 
 drop function if exists tortus.traverse(bigint[], vector, jsonb);
+drop function if exists tortus.layout_coordinates(double precision, double precision, jsonb, text);
 drop function if exists tortus.ppr(bigint[], double precision, integer, integer);
 
 create or replace function tortus.vector_similarity(a vector, b vector)
@@ -17,6 +18,20 @@ comment on function tortus.vector_similarity(vector, vector) is
 'when their dimensions differ, or when one is the zero vector. Bound to pgvector when created '
 '(SQL-standard body), so callers with a pinned search_path can use it.';
 
+create or replace function tortus.layout_coordinates(
+    theta double precision, phi double precision, props jsonb, layout text
+) returns table (theta double precision, phi double precision)
+language sql immutable parallel safe
+set search_path = pg_catalog
+as $$
+    select case when layout is null then theta else (props -> 'layouts' -> layout ->> 0)::float8 end,
+           case when layout is null then phi else (props -> 'layouts' -> layout ->> 1)::float8 end
+$$;
+
+comment on function tortus.layout_coordinates(double precision, double precision, jsonb, text) is
+'A node''s torus coordinates: its theta and phi, or with a layout name the alternative '
+'coordinates stored in props.layouts (NULL when that layout has not been stored).';
+
 create or replace function tortus.traverse_policy(policy jsonb default '{}')
 returns jsonb
 language plpgsql immutable
@@ -25,7 +40,7 @@ as $$
 declare
     known constant text[] := array['max_hops', 'fan_out', 'beam_width', 'max_nodes', 'max_portal_hops',
                                    'edge_types_allow', 'edge_types_deny', 'local_only', 'subgraphs', 'torus_radius',
-                                   'min_score', 'decay'];
+                                   'min_score', 'decay', 'layout'];
     -- key, default, minimum, server cap (values above the cap are lowered to it)
     ints constant jsonb := '{"max_hops": [2, 0, 4], "fan_out": [25, 1, 100], "beam_width": [50, 1, 500],
                              "max_nodes": [200, 1, 2000], "max_portal_hops": [1, 0, 4]}';
@@ -81,6 +96,15 @@ begin
         out := out || jsonb_build_object('local_only', v);
     end if;
 
+    v := p->'layout';
+    if v is null or jsonb_typeof(v) = 'null' then
+        out := out || '{"layout": null}';
+    elsif jsonb_typeof(v) <> 'string' or v #>> '{}' !~ '^[a-z_]{1,32}$' then
+        raise exception 'traversal policy layout must be a layout name, got %', v using errcode = '22023';
+    else
+        out := out || jsonb_build_object('layout', v);
+    end if;
+
     foreach k in array array['torus_radius', 'min_score', 'decay'] loop
         v := p->k;
         if v is null or jsonb_typeof(v) = 'null' then
@@ -113,8 +137,9 @@ comment on function tortus.traverse_policy(jsonb) is
 'the seeds'' subgraphs, where nodes without any subgraph also count as local, and takes no '
 'portals), subgraphs (array: only nodes that are members of one of them; seeds too), '
 'torus_radius (prune nodes farther from the nearest seed; default none), min_score (default '
-'none), decay (per-hop factor in (0, 1]; default 0.85). Unknown keys and wrong types raise '
-'22023.';
+'none), decay (per-hop factor in (0, 1]; default 0.85), layout (default none: the node''s theta '
+'and phi; a name reads the alternative coordinates tortus-pg stored in props.layouts, for '
+'layout ablations). Unknown keys and wrong types raise 22023.';
 
 create or replace function tortus.traverse(seeds bigint[], query vector, policy jsonb default '{}')
 returns table (
@@ -146,6 +171,7 @@ declare
     v_radius constant double precision := (p->>'torus_radius')::double precision;
     v_min_score constant double precision := (p->>'min_score')::double precision;
     v_decay constant double precision := (p->>'decay')::double precision;
+    v_layout constant text := p->>'layout';
     -- Neighbours scored per expanded node: the strongest edges first; the rest are not read.
     v_scan_cap constant integer := 4 * v_fan_out;
     v_type_filter constant boolean := v_allow is not null or cardinality(v_deny) > 0;
@@ -200,7 +226,7 @@ begin
                case when not g.sub_ok then format('seed outside subgraphs %s', array_to_string(v_subgraphs, ', '))
                     when g.rank > v_max_nodes then format('over max_nodes budget (%s)', v_max_nodes) end as why
         from (
-            select f.node_id, f.ord, n.kind, n.theta, n.phi, f.sub_ok,
+            select f.node_id, f.ord, n.kind, c.theta, c.phi, f.sub_ok,
                    row_number() over (partition by f.sub_ok order by f.ord) as rank
             from (
                 select u.node_id, min(u.ord) as ord,
@@ -213,6 +239,7 @@ begin
                 group by u.node_id
             ) f
             join tortus.node n on n.tenant_id = v_tenant and n.node_id = f.node_id
+            cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, v_layout) c
         ) g
     ) s;
     if r_node is null then
@@ -326,8 +353,9 @@ begin
         ), info as materialized (
             select n.node_id, n.kind,
                    tortus.vector_similarity(n.embedding, traverse.query) as sim,
-                   (select min(tortus.torus_distance(n.theta, n.phi, s.theta, s.phi))
-                    from unnest(v_seed_theta, v_seed_phi) as s(theta, phi)) as dist,
+                   (select min(tortus.torus_distance(c.theta, c.phi, s.theta, s.phi))
+                    from tortus.layout_coordinates(n.theta, n.phi, n.props, v_layout) c,
+                         unnest(v_seed_theta, v_seed_phi) as s(theta, phi)) as dist,
                    case when n.kind = 'chunk' then 0 else (select count(*) from (
                         select 1 from tortus.edge m
                         where m.tenant_id = v_tenant and m.dst = n.node_id and m.type = 'mentions' limit 1000

@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -10,10 +11,10 @@ from tortus_pg.cli.main import app
 runner = CliRunner()
 
 
-def query(ws: Path, env: dict[str, str], *args: str) -> list[dict[str, object]]:
+def query(ws: Path, env: dict[str, str], *args: str) -> Any:
     result = runner.invoke(app, ["--workspace", str(ws), "query", *args, "--json"], env=env)
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)  # type: ignore[no-any-return]
+    return json.loads(result.output)
 
 
 def test_keyword_ranks_the_defining_clause_first(demo: tuple[Path, dict[str, str]]) -> None:
@@ -49,6 +50,37 @@ def test_error_code_and_modes(demo: tuple[Path, dict[str, str]]) -> None:
 def test_bad_mode_and_k_are_clear_errors(demo: tuple[Path, dict[str, str]]) -> None:
     ws, env = demo
     bad = runner.invoke(app, ["--workspace", str(ws), "query", "x", "--mode", "psychic"], env=env)
-    assert bad.exit_code != 0 and "unknown mode 'psychic'" in str(bad.exception)
-    big = runner.invoke(app, ["--workspace", str(ws), "query", "x", "--k", "100000"], env=env)
+    assert bad.exit_code != 0 and "unknown mode 'psychic'" in bad.output
+    big = runner.invoke(app, ["--workspace", str(ws), "query", "x", "--mode", "hybrid", "--k", "100000"], env=env)
     assert big.exit_code != 0 and "k must be between 1 and 1000" in str(big.exception)
+    many = runner.invoke(app, ["--workspace", str(ws), "query", "x", "--k", "51"], env=env)
+    assert many.exit_code != 0 and "k must be between 1 and 50" in str(many.exception)
+    policy = runner.invoke(app, ["--workspace", str(ws), "query", "x", "--portal-preference", "always"], env=env)
+    assert policy.exit_code != 0 and "portal_preference must be one of auto, prefer, avoid" in str(policy.exception)
+
+
+def test_answer_cites_the_clause_and_reports_its_budget(demo: tuple[Path, dict[str, str]]) -> None:
+    out = query(*demo, "What does clause 7.3.2 say?")
+    assert set(out) >= {"answer", "withheld", "confidence", "path", "evidence", "claims", "warnings", "budget",
+                        "diagnostics"}
+    assert not out["withheld"] and "90 days" in out["answer"]
+    claim = out["claims"][0]
+    assert claim["uri"].endswith("information-security-policy.pdf") and claim["page"] == 2
+    assert set(out["budget"]) == {"ms", "hops", "tokens", "portal_hops"}
+    assert out["budget"]["tokens"]["used"] <= out["budget"]["tokens"]["limit"]
+    for hop in out["path"]:
+        assert {"from", "to", "edge_type", "weight", "reason", "evidence"} <= set(hop)
+        assert hop["evidence"] and all(e["span"][0] < e["span"][1] and e["text"] for e in hop["evidence"])
+
+
+def test_weather_question_is_withheld(demo: tuple[Path, dict[str, str]]) -> None:
+    out = query(*demo, "What will the weather be like in Lisbon tomorrow?")
+    assert out["withheld"] and out["answer"] is None and out["claims"] == []
+    assert any(w.startswith("answer withheld:") for w in out["warnings"])
+
+
+def test_explain_renders_the_path_with_quotes(demo: tuple[Path, dict[str, str]]) -> None:
+    ws, env = demo
+    result = runner.invoke(app, ["--workspace", str(ws), "query", "What does clause 7.3.2 say?", "--explain"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "search →" in result.output and "“" in result.output and "budget: ms" in result.output

@@ -49,3 +49,47 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
         index = row[0] if row else None
     assert concepts is not None and portals is not None
     return IndexReport(layout, len(rows), int(concepts[0]), int(portals[0]), index)
+
+
+_MENTIONS = """
+select e.src, e.dst from tortus.edge e
+where e.tenant_id = tortus.current_tenant() and e.type = 'mentions'
+"""
+_STORE_LAYOUT = """
+update tortus.node n
+set props = n.props || jsonb_build_object('layouts', coalesce(n.props -> 'layouts', '{}')
+                                           || jsonb_build_object(%(name)s::text, jsonb_build_array(t.theta, t.phi)))
+from unnest(%(ids)s::bigint[], %(theta)s::float8[], %(phi)s::float8[]) as t(id, theta, phi)
+where n.tenant_id = tortus.current_tenant() and n.node_id = t.id
+"""
+
+
+def store_layout(conn: psycopg.Connection, layout: str, *, seed: int = 0) -> int:
+    """Store a layout's coordinates beside the live ones, in props.layouts[layout] of every chunk
+    and mentioned concept (inside a tenant scope), so evaluation can walk with it through the
+    traverse policy's `layout` key; concepts sit at the circular mean of their chunks, as
+    `tortus.place_concepts` places them. Returns how many nodes were placed."""
+    rows = conn.execute(
+        "select node_id, embedding from tortus.node "
+        "where tenant_id = tortus.current_tenant() and kind = 'chunk' and embedding is not null order by node_id"
+    ).fetchall()
+    if not rows:
+        return 0
+    coords = coordinates(np.array([v.to_numpy() for _, v in rows]), layout, seed)
+    index = {node_id: i for i, (node_id, _) in enumerate(rows)}
+    members: dict[int, list[int]] = {}
+    for chunk, concept in conn.execute(_MENTIONS).fetchall():
+        if chunk in index:
+            members.setdefault(concept, []).append(index[chunk])
+    ids = [r[0] for r in rows] + list(members)
+    placed = [coords] + [_circular_mean(coords[m])[None, :] for m in members.values()]
+    all_coords = np.vstack(placed)
+    conn.execute(_STORE_LAYOUT, {"name": layout, "ids": ids, "theta": all_coords[:, 0].tolist(),
+                                 "phi": all_coords[:, 1].tolist()})
+    return len(ids)
+
+
+def _circular_mean(angles: np.ndarray) -> np.ndarray:
+    """Per-column circular mean in [0, 2*pi)."""
+    mean = np.arctan2(np.sin(angles).mean(axis=0), np.cos(angles).mean(axis=0))
+    return np.mod(mean, 2 * np.pi)

@@ -67,8 +67,10 @@ def search(
     vector_weight: float = 1.0,
     rrf_k: int = 60,
     ts_config: str = "english",
+    query_vector: np.ndarray | None = None,
 ) -> list[Hit]:
-    """Top-k chunks for `query` (inside a tenant scope); vector and hybrid modes need an embedder."""
+    """Top-k chunks for `query` (inside a tenant scope); vector and hybrid modes need an embedder,
+    or the query's embedding as `query_vector`."""
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     if not query.strip() or len(query) > MAX_QUERY_CHARS:
@@ -79,9 +81,14 @@ def search(
         raise InvalidInput("weights must be non-negative and rrf_k at least 1")
     vector = None
     if mode != "keyword":
-        if embedder is None:
-            raise InvalidInput(f"{mode} search needs an embedder")
-        vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
+        vector = query_vector if query_vector is not None else embed_query(embedder, query, f"{mode} search")
     params = {"q": query, "v": vector, "k": k, "bw": bm25_weight, "vw": vector_weight, "rrf": rrf_k, "cfg": ts_config}
     with conn.cursor(row_factory=class_row(Hit)) as cur:
         return cur.execute(_HITS.format(leg=_LEGS[mode]), params).fetchall()  # type: ignore[arg-type]
+
+
+def embed_query(embedder: Embedder | None, query: str, purpose: str = "this search") -> np.ndarray:
+    """The query's embedding as float32, or a clear error when there is no embedder."""
+    if embedder is None:
+        raise InvalidInput(f"{purpose} needs an embedder")
+    return np.asarray(embedder.embed([query])[0], dtype=np.float32)

@@ -239,7 +239,10 @@ def test_limited_run_resumed_completes_with_the_same_results(db: psycopg.Connect
 
 def test_unknown_strategy_lists_the_available_ones(db: psycopg.Connection, dataset: Dataset) -> None:
     tenant, ctx = prepared(db, dataset)
-    message = "unknown strategy 'psychic'; available: bm25, bounded_agentic, external, graph_local, hybrid, ppr, vector"
+    message = (
+        "unknown strategy 'psychic'; available: bm25, bounded_agentic, community_summary, external, graph_local, "
+        "hybrid, layout_euclidean, layout_random, layout_torus, ppr, tortus, vector"
+    )
     with pytest.raises(InvalidInput, match=message):
         runner.run(db, dataset, ["bm25", "psychic"], tenant=tenant, context=ctx)
     with tenant_scope(db, tenant):

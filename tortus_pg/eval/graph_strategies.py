@@ -1,5 +1,6 @@
 """Graph strategies: hybrid seeds expanded through the concept graph by the SQL functions
-tortus.traverse (graph_local: typed edges, no portals) and tortus.ppr (HippoRAG-style)."""
+tortus.traverse (graph_local: typed edges, no portals) and tortus.ppr (HippoRAG-style), and the
+full query engine (tortus)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from tortus_pg.engine import answer, question_concepts
 from tortus_pg.eval.strategies import Hybrid, StrategyResult, hit_ids, register, rrf, source_ids
-from tortus_pg.ingest.chunking import chunk_document
-from tortus_pg.ingest.extract import extract_concepts
-from tortus_pg.ingest.types import Document
+from tortus_pg.indexing import store_layout
+from tortus_pg.policy import TraversalPolicy
 
 SEEDS = 5
 # chunk -> concept -> chunk is two edge hops: one concept hop away from the seeds.
@@ -52,19 +53,6 @@ class GraphLocal(_Seeded):
         return StrategyResult(rrf([ranked, expanded])[:k], diagnostics, seed_ids=ranked)
 
 
-_QUESTION_CONCEPTS = """
-select node_id from tortus.node
-where tenant_id = tortus.current_tenant() and kind <> 'chunk' and key = any(%s)
-"""
-
-
-def question_concepts(conn: psycopg.Connection, question: str) -> list[int]:
-    """Graph nodes of the concepts the deterministic extractor finds in the question."""
-    doc = Document(text=question, kind="text")
-    keys = [c.key for c in extract_concepts(doc, chunk_document(doc)).concepts]
-    return [r[0] for r in conn.execute(_QUESTION_CONCEPTS, [keys]).fetchall()]
-
-
 @register("ppr")
 class Ppr(_Seeded):
     """HippoRAG-style: personalized PageRank restarting at the question's concepts and the
@@ -76,3 +64,59 @@ class Ppr(_Seeded):
         nodes = [r[0] for r in conn.execute(_PPR, [restart]).fetchall()]
         diagnostics = {"fan_out": float(len(restart))}
         return StrategyResult(source_ids(conn, nodes, self.ctx.uri_prefix)[:k], diagnostics, seed_ids=ranked)
+
+
+@register("tortus")
+class Tortus(Hybrid):
+    """The query engine with its default policy: its ranking of candidate chunks, best first."""
+
+    policy = TraversalPolicy()
+    layout: str | None = None  # the live coordinates
+
+    def retrieve(self, conn: psycopg.Connection, question: str, k: int) -> StrategyResult:
+        layout = self.prepared_layout(conn)
+        result = answer(conn, question, embedder=self.ctx.embedder, policy=self.policy, ts_config=self.ctx.ts_config,
+                        store=False, layout=layout)
+        prefix = self.ctx.uri_prefix
+        d = result.diagnostics
+        diagnostics = {
+            "fan_out": float(d.get("reached_chunks", 0)),
+            "portal_hops": float(result.budget["portal_hops"]["used"]),
+            "shard_crossings": float(d.get("shard_crossings", 0)),
+            "tokens": float(result.budget["tokens"]["used"]),
+        }
+        seeds = source_ids(conn, [s["node_id"] for s in d.get("seeds", [])], prefix)
+        return StrategyResult(source_ids(conn, result.ranking, prefix)[:k], diagnostics, seed_ids=seeds)
+
+    def prepared_layout(self, conn: psycopg.Connection) -> str | None:
+        """The layout to walk with, stored for this snapshot on first use."""
+        if self.layout is not None and not conn.execute(_HAS_LAYOUT, [self.layout]).fetchone():
+            store_layout(conn, self.layout)
+        return self.layout
+
+
+_HAS_LAYOUT = """
+select 1 from tortus.node
+where tenant_id = tortus.current_tenant() and kind = 'chunk' and props -> 'layouts' ? %s limit 1
+"""
+
+
+@register("layout_torus")
+class LayoutTorus(Tortus):
+    """The engine walking with torus coordinates recomputed for the ablation."""
+
+    layout = "torus"
+
+
+@register("layout_euclidean")
+class LayoutEuclidean(Tortus):
+    """The engine with the first two principal components spread over the square (no wrap-around)."""
+
+    layout = "euclidean"
+
+
+@register("layout_random")
+class LayoutRandom(Tortus):
+    """The engine with random coordinates: what locality is worth."""
+
+    layout = "random"

@@ -24,13 +24,14 @@ from tortus_pg import tenants
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
-from tortus_pg.eval import graph_strategies  # noqa: F401  (registers graph_local and ppr)
+from tortus_pg.eval import community, graph_strategies  # noqa: F401  (register community_summary, graph_local, ppr)
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.strategies import Strategy, StrategyContext, StrategyFailed, StrategyResult, build
 from tortus_pg.eval.summary import EvalRun, Result, document, question_metrics, summarize
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.corpus import ingest_passages, read_passages
+from tortus_pg.ingest.store import GRAPH_VERSION
 
 __all__ = [
     "DEFAULT_STRATEGIES", "EvalRun", "Result", "document", "prepare", "run", "stored_summary", "summarize",
@@ -97,8 +98,9 @@ def prepare(
     """Ingest the dataset's corpus into `tenant` (created when missing) and index it; return the
     uri prefix that turns a source uri into a dataset id.
 
-    A snapshot of the same corpus bytes, passage count and embedder is reused as it is; one of a
-    different corpus or embedder is cleared and ingested again; an interrupted one is completed.
+    A snapshot of the same corpus bytes, passage count, embedder and graph version is reused as it
+    is; one of a different corpus, embedder or graph version is cleared and ingested again; an
+    interrupted one is completed.
     """
     require_idle(conn, "preparing an evaluation corpus")
     if dataset.corpus_path is None:
@@ -113,6 +115,7 @@ def prepare(
         "passages": total,
         "embedder": embedder.name,
         "uri_prefix": prefix,
+        "graph_version": GRAPH_VERSION,
     }
     with conn.transaction():
         tenants.create_tenant(conn, tenant)

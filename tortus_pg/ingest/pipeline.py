@@ -23,7 +23,7 @@ from tortus_pg.ingest.fetch import fetch_url
 from tortus_pg.ingest.llm_extract import merged
 from tortus_pg.ingest.parse import detect_kind, parse_document
 from tortus_pg.ingest.sources import SourceSpec
-from tortus_pg.ingest.store import SourceRecord, StoreResult, remove_source, store_document
+from tortus_pg.ingest.store import SourceRecord, StoreResult, current_source, remove_source, store_document
 from tortus_pg.ingest.types import Chunk, Document, Extraction, Limits
 
 
@@ -92,9 +92,9 @@ def ingest_one(
     """Ingest one source in its own transaction."""
     record = _read(spec, options)
     with tenant_scope(conn, tenant):
-        row = conn.execute("select source_id, sha256 from tortus.source where uri = %s", [record.uri]).fetchone()
-    if row is not None and row[1] == record.sha256:
-        return StoreResult(record.uri, "unchanged", row[0])
+        current = current_source(conn, record.uri, record.sha256)
+    if current is not None:
+        return StoreResult(record.uri, "unchanged", current)
     assert record.raw is not None
     name = spec.location.rsplit("/", 1)[-1]
     doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)

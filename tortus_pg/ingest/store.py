@@ -22,6 +22,9 @@ from tortus_pg.ingest.extract import heading_label
 from tortus_pg.ingest.types import Chunk, Document, Extraction
 
 Status = Literal["ingested", "updated", "unchanged"]
+# Raised whenever what ingestion derives from a source changes, so stored evaluation snapshots
+# built by an older version are ingested again rather than reused.
+GRAPH_VERSION = 2
 MENTION_WEIGHT = 0.6
 # The context is indexed this many times: a field weight, as BM25F gives titles and headings.
 HEADING_BOOST = 2
@@ -69,10 +72,11 @@ def store_document(
     ts_config: str = "english",
 ) -> StoreResult:
     """Insert or replace one source and everything derived from it; the caller commits."""
-    existing = conn.execute("select source_id, sha256 from tortus.source where uri = %s", [record.uri]).fetchone()
     warnings = tuple(doc.warnings) + tuple(extraction.warnings)
-    if existing is not None and existing[1] == record.sha256:
-        return StoreResult(record.uri, "unchanged", existing[0], warnings=warnings)
+    current = current_source(conn, record.uri, record.sha256)
+    if current is not None:
+        return StoreResult(record.uri, "unchanged", current, warnings=warnings)
+    existing = conn.execute("select source_id from tortus.source where uri = %s", [record.uri]).fetchone()
     if existing is not None:
         _clear_derived(conn, existing[0])
     source_id = _upsert_source(conn, record, doc, warnings)
@@ -84,6 +88,17 @@ def store_document(
     _memberships(conn, record.subgraphs, [*chunk_ids, *concept_ids.values()])
     status: Status = "updated" if existing is not None else "ingested"
     return StoreResult(record.uri, status, source_id, len(chunk_ids), len(concept_ids), edges, warnings)
+
+
+def current_source(conn: psycopg.Connection, uri: str, sha256: str) -> int | None:
+    """The source_id when `uri` is stored with these bytes by this graph version (nothing to
+    redo), else None: sources stored by an older version are ingested again."""
+    row = conn.execute(
+        "select source_id from tortus.source where uri = %s and sha256 = %s "
+        "and (metadata ->> 'graph_version')::int is not distinct from %s",
+        [uri, sha256, GRAPH_VERSION],
+    ).fetchone()
+    return int(row[0]) if row else None
 
 
 def remove_source(conn: psycopg.Connection, uri: str) -> bool:
@@ -113,7 +128,7 @@ def _clear_derived(conn: psycopg.Connection, source_id: int) -> None:
 
 
 def _upsert_source(conn: psycopg.Connection, r: SourceRecord, doc: Document, warnings: tuple[str, ...]) -> int:
-    metadata = {**r.metadata, "title": doc.title, "pages": len(doc.pages)}
+    metadata = {**r.metadata, "title": doc.title, "pages": len(doc.pages), "graph_version": GRAPH_VERSION}
     row = conn.execute(
         """
         insert into tortus.source (tenant_id, uri, kind, sha256, content_type, etag, last_modified,

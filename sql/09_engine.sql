@@ -1,0 +1,158 @@
+-- What the query engine asks of the graph besides search and traversal: how crowded the torus
+-- is around each seed, the evidence behind every hop of a path, and views over stored traces.
+
+drop function if exists tortus.local_density(bigint[], double precision);
+drop function if exists tortus.local_density(bigint[], double precision, text);
+drop function if exists tortus.path_hops(bigint[], text[], text[]);
+
+create or replace function tortus.local_density(seeds bigint[], radius double precision, layout text default null)
+returns table (node_id bigint, theta double precision, phi double precision, neighbours integer,
+               expected double precision)
+language sql stable
+set search_path = pg_catalog
+as $$
+    with placed_chunks as (
+        select n.node_id, c.theta, c.phi
+        from tortus.node n
+        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
+        where n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and c.theta is not null
+    ), s as (
+        select n.node_id, c.theta, c.phi
+        from tortus.node n
+        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
+        where n.tenant_id = tortus.current_tenant() and n.node_id = any(seeds) and c.theta is not null
+    ), placed as (
+        select count(*)::float8 as total from placed_chunks
+    )
+    select s.node_id, s.theta, s.phi,
+           (select count(*) from placed_chunks n
+            where n.node_id <> s.node_id
+              and tortus.angle_gap(n.theta, s.theta) <= radius and tortus.angle_gap(n.phi, s.phi) <= radius
+              and tortus.torus_distance(n.theta, n.phi, s.theta, s.phi) <= radius)::integer,
+           -- Chunks spread evenly over the torus (area 4 pi^2) would put this many in the disc.
+           (placed.total - 1) * pi() * radius * radius / (4 * pi() * pi())
+    from s, placed
+$$;
+
+comment on function tortus.local_density(bigint[], double precision, text) is
+'For each seed with torus coordinates: the chunks of the current tenant within `radius` on the '
+'torus (neighbours) and how many an even spread would put there (expected). A seed in a crowded '
+'region has neighbours >> expected; the engine narrows its walk radius there and widens it in '
+'sparse regions. `layout` reads alternative coordinates (see tortus.layout_coordinates).';
+
+create or replace function tortus.path_hops(path bigint[], edge_types text[], directions text[])
+returns table (hop integer, src bigint, src_label text, dst bigint, dst_label text, edge_type text,
+               weight double precision, evidence jsonb)
+language sql stable
+set search_path = pg_catalog
+as $$
+    with hops as (
+        select h.i as hop, path[h.i] as a, path[h.i + 1] as b, edge_types[h.i] as t, directions[h.i] as d
+        from generate_subscripts(edge_types, 1) as h(i)
+    ), edges as (
+        select h.*, e.edge_id, coalesce(e.weight, p.weight)::float8 as weight
+        from hops h
+        left join lateral (
+            select x.edge_id, x.weight from tortus.edge x
+            where x.tenant_id = tortus.current_tenant() and x.type = h.t
+              and x.src = case when h.d = 'in' then h.b else h.a end
+              and x.dst = case when h.d = 'in' then h.a else h.b end
+            limit 1
+        ) e on h.d <> 'portal'
+        left join lateral (
+            select x.weight from tortus.portal x
+            where x.tenant_id = tortus.current_tenant() and x.src = h.a and x.dst = h.b
+            limit 1
+        ) p on h.d = 'portal'
+    )
+    select x.hop, x.a, na.label, x.b, nb.label, x.t, x.weight, coalesce(ev.items, '[]')
+    from edges x
+    join tortus.node na on na.tenant_id = tortus.current_tenant() and na.node_id = x.a
+    join tortus.node nb on nb.tenant_id = tortus.current_tenant() and nb.node_id = x.b
+    cross join lateral (
+        -- The edge's own spans; for hops without any (reading order, portals) the span of the
+        -- chunk the hop arrives at, or leaves from when it arrives at a concept.
+        select jsonb_agg(jsonb_build_object(
+                   'uri', s.uri, 'start', sp.start_char, 'end', sp.end_char, 'page', sp.page,
+                   'text', tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char))
+                   order by sp.source_id, sp.start_char) as items
+        from (
+            select * from tortus.evidence_span sp
+            where sp.tenant_id = tortus.current_tenant() and sp.edge_id = x.edge_id
+            union all
+            select * from tortus.evidence_span sp
+            where sp.tenant_id = tortus.current_tenant()
+              and not exists (select 1 from tortus.evidence_span e
+                              where e.tenant_id = tortus.current_tenant() and e.edge_id = x.edge_id)
+              and sp.node_id = case when nb.kind = 'chunk' then x.b else x.a end
+            limit 3
+        ) sp
+        join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
+    ) ev
+    order by x.hop
+$$;
+
+comment on function tortus.path_hops(bigint[], text[], text[]) is
+'The hops of a path as tortus.traverse returns it (node ids, edge types, directions): for each hop '
+'its endpoints and labels, edge type, weight and evidence (uri, start, end, page, text) — the '
+'spans recorded for the edge, or for reading-order and portal hops the span of the chunk reached.';
+
+create or replace view tortus.trace_overview with (security_invoker = true) as
+select t.trace_id, t.created_at, t.query, t.mode, t.withheld, t.confidence,
+       jsonb_array_length(t.seeds) as seeds, jsonb_array_length(t.hops) as hops,
+       jsonb_array_length(t.pruned) as pruned, jsonb_array_length(t.evidence) as evidence,
+       (t.timings ->> 'total_ms')::float8 as total_ms, t.warnings, t.answer
+from tortus.query_trace t;
+
+comment on view tortus.trace_overview is
+'One row per answered question of the current tenant: whether it was withheld, confidence, how '
+'many seeds, hops, pruned candidates and evidence spans it used, total time and warnings.';
+
+create or replace view tortus.trace_hops with (security_invoker = true) as
+select t.trace_id, t.query, (h.ord)::integer as ordinal, h.item ->> 'from' as "from", h.item ->> 'to' as "to",
+       h.item ->> 'edge_type' as edge_type, (h.item ->> 'weight')::float8 as weight, h.item ->> 'reason' as reason,
+       (h.item ->> 'torus_distance')::float8 as torus_distance,
+       jsonb_array_length(coalesce(h.item -> 'evidence', '[]')) as evidence_spans
+from tortus.query_trace t
+cross join lateral jsonb_array_elements(t.hops) with ordinality as h(item, ord);
+
+comment on view tortus.trace_hops is
+'Every hop of the reasoning paths the engine answered from: endpoints, edge type, weight, the '
+'reason it was taken, torus distance to the nearest seed and how many evidence spans back it.';
+
+create or replace view tortus.trace_pruned with (security_invoker = true) as
+select t.trace_id, t.query, p.item ->> 'label' as label, p.item ->> 'kind' as kind,
+       (p.item ->> 'hop')::integer as hop, p.item ->> 'reason' as reason
+from tortus.query_trace t
+cross join lateral jsonb_array_elements(t.pruned) as p(item);
+
+comment on view tortus.trace_pruned is
+'Candidates the walk saw but did not keep, with the reason (budget, edge type, radius, subgraph).';
+
+grant select on tortus.trace_overview, tortus.trace_hops, tortus.trace_pruned to tortus_app, tortus_analyst;
+
+drop function if exists tortus.path_support(bigint[], text[], text[]);
+create or replace function tortus.path_support(path bigint[], edge_types text[], directions text[])
+returns table (min_confidence double precision, spans integer)
+language sql stable
+set search_path = pg_catalog
+as $$
+    -- One index probe per hop (the lateral LIMIT keeps the planner from hashing the edge table).
+    select coalesce(min(coalesce(e.confidence, 1)), 1)::float8, coalesce(sum(e.spans), 0)::integer
+    from generate_subscripts(edge_types, 1) as h(i)
+    left join lateral (
+        select x.confidence,
+               (select count(*) from tortus.evidence_span sp
+                where sp.tenant_id = x.tenant_id and sp.edge_id = x.edge_id) as spans
+        from tortus.edge x
+        where x.tenant_id = tortus.current_tenant() and x.type = edge_types[h.i]
+          and x.src = case when directions[h.i] = 'in' then path[h.i + 1] else path[h.i] end
+          and x.dst = case when directions[h.i] = 'in' then path[h.i] else path[h.i + 1] end
+        limit 1
+    ) e on directions[h.i] <> 'portal'
+$$;
+
+comment on function tortus.path_support(bigint[], text[], text[]) is
+'How well a traversal path is supported: the lowest confidence of its edges (portals count as 1) '
+'and how many evidence spans back its edges.';
+

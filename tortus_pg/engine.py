@@ -1,0 +1,578 @@
+"""The query engine: a question in; evidence, the paths that reached it and an answer out.
+
+Plan: hybrid seeding -> seeds on the torus and the density around them -> a bounded walk over
+typed edges (SQL `tortus.traverse`) with a density-aware radius -> frontier scoring (a
+replaceable `Scorer`) -> portal hops when coverage is low or the question spans domains ->
+evidence selection under the hop, time and token budgets -> grounded synthesis (`synth`) ->
+a trace stored in `tortus.query_trace` (`trace`). Every SQL stage runs under a statement
+timeout taken from the remaining time; a stage cut short leaves the answer degraded, not
+failed, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from tortus_pg.embed import Embedder
+from tortus_pg.errors import InvalidInput
+from tortus_pg.ingest.chunking import chunk_document
+from tortus_pg.ingest.extract import extract_concepts
+from tortus_pg.ingest.types import Document
+from tortus_pg.policy import TraversalPolicy
+from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit, embed_query, search
+from tortus_pg.scoring import Features, Scorer, default_score
+from tortus_pg.synth import Synthesis, Synthesizer, coverage_of, synthesize
+from tortus_pg.trace import store_trace
+
+SEEDS = 20  # hybrid hits considered
+WALK_SEEDS = 5  # of which the walk starts from the best
+RRF_K = 60
+BASE_RADIUS = math.pi / 2  # radians on the torus, before the density adjustment (0.5x to 2x)
+MAX_EVIDENCE = 50
+SHARDS = 8  # torus cells a distributed deployment would place on separate nodes
+WALK_SLOTS = 2  # evidence places kept for chunks the walk reached
+MAX_PER_SOURCE = 2  # evidence chunks from one document while others are left
+LOW_COVERAGE = 0.5  # below this share of the question's weight, portals are worth a hop
+_T = TypeVar("_T")
+
+
+class DeadlineReached(Exception):
+    """The question's time budget ran out before a stage could start."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    node_id: int
+    label: str
+    uri: str
+    start: int
+    end: int
+    page: int | None
+    text: str
+    score: float
+    origin: str  # "seed" (found by search) or "walk" (reached through the graph)
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str | None
+    withheld: bool
+    confidence: float
+    path: list[dict[str, Any]]
+    evidence: list[Evidence]
+    claims: list[dict[str, Any]]
+    warnings: list[str]
+    budget: dict[str, Any]
+    diagnostics: dict[str, Any]
+    ranking: list[int] = field(default_factory=list)  # every candidate chunk, best first
+    trace_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question, "answer": self.answer, "withheld": self.withheld,
+            "confidence": round(self.confidence, 4), "path": self.path,
+            "evidence": [
+                {"node_id": e.node_id, "label": e.label, "uri": e.uri, "span": [e.start, e.end], "page": e.page,
+                 "text": e.text, "score": round(e.score, 6), "origin": e.origin}
+                for e in self.evidence
+            ],
+            "claims": self.claims, "warnings": self.warnings, "budget": self.budget,
+            "diagnostics": self.diagnostics, "trace_id": self.trace_id,
+        }
+
+
+class _Clock:
+    """Wall-clock deadline plus per-stage timings; each SQL stage gets the remaining time as its
+    statement timeout."""
+
+    def __init__(self, conn: psycopg.Connection, max_ms: int) -> None:
+        self.conn, self.max_ms = conn, max_ms
+        self.start = time.perf_counter()
+        self.timings: dict[str, float] = {}
+        self.degraded: list[str] = []
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.start) * 1000
+
+    def remaining_ms(self) -> int:
+        return int(self.max_ms - self.elapsed_ms())
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        if self.remaining_ms() <= 0:
+            raise DeadlineReached(name)
+        self.conn.execute("select set_config('statement_timeout', %s, true)", [f"{max(self.remaining_ms(), 1)}ms"])
+        began = time.perf_counter()
+        try:
+            with self.conn.transaction():
+                yield
+        finally:
+            self.timings[f"{name}_ms"] = round((time.perf_counter() - began) * 1000, 2)
+
+    def attempt(self, name: str, fn: Callable[[], _T], fallback: _T) -> _T:
+        """Run one stage; when the budget runs out before or during it, record why and go on."""
+        try:
+            with self.stage(name):
+                return fn()
+        except (DeadlineReached, psycopg.errors.QueryCanceled):
+            self.degraded.append(name)
+            return fallback
+
+
+_CONCEPTS = """
+select n.node_id from tortus.node n
+where n.tenant_id = tortus.current_tenant() and n.kind <> 'chunk' and n.key = any(%s)
+  and (not %s or exists (select 1 from tortus.edge d
+                         where d.tenant_id = n.tenant_id and d.dst = n.node_id and d.type = 'defines'))
+"""
+
+
+def question_concepts(conn: psycopg.Connection, question: str, *, defined_only: bool = False) -> list[int]:
+    """Graph nodes of the concepts the deterministic extractor finds in the question; with
+    `defined_only`, only those some chunk defines (a document titled by them, a clause)."""
+    doc = Document(text=question, kind="text")
+    keys = [c.key for c in extract_concepts(doc, chunk_document(doc)).concepts]
+    return [r[0] for r in conn.execute(_CONCEPTS, [keys, defined_only]).fetchall()]
+
+
+_DENSITY = "select node_id, neighbours, expected from tortus.local_density(%s::bigint[], %s, %s)"
+
+
+def walk_radius(
+    conn: psycopg.Connection, seeds: Sequence[int], layout: str | None = None
+) -> tuple[float | None, list[dict[str, Any]]]:
+    """The torus radius of the walk: BASE_RADIUS scaled by sqrt(expected / neighbours) around each
+    seed (narrower where chunks crowd, wider where they are sparse), the widest seed's; None when
+    no seed has coordinates."""
+    rows = conn.execute(_DENSITY, [list(seeds), BASE_RADIUS, layout]).fetchall()
+    radii = []
+    detail = []
+    for node_id, neighbours, expected in rows:
+        scale = math.sqrt(max(expected, 1.0) / max(neighbours, 1))
+        radius = BASE_RADIUS * min(max(scale, 0.5), 2.0)
+        radii.append(radius)
+        detail.append({"node_id": node_id, "neighbours": neighbours, "expected": round(expected, 2),
+                       "radius": round(radius, 3)})
+    return (max(radii) if radii else None), detail
+
+
+_WALK = """
+select t.node_id, t.hop, t.path, t.edge_types, t.directions, t.hop_scores, t.reasons, t.score,
+       t.torus_distance, t.pruned, t.prune_reason, t.kind, t.label, s.min_confidence, s.spans
+from tortus.traverse(%(seeds)s::bigint[], %(v)s, %(policy)s) t
+cross join lateral tortus.path_support(t.path, t.edge_types, t.directions) s
+"""
+
+_CHUNKS = """
+select n.node_id, n.label, n.text, tortus.vector_similarity(n.embedding, %(v)s),
+       extract(epoch from now() - n.freshness) / 86400, s.uri, sp.start_char, sp.end_char, sp.page
+from unnest(%(ids)s::bigint[]) as t(node_id)
+join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = t.node_id
+join tortus.evidence_span sp on sp.tenant_id = n.tenant_id and sp.node_id = n.node_id
+join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
+"""
+
+_HOPS = "select * from tortus.path_hops(%s::bigint[], %s::text[], %s::text[])"
+_SUBGRAPHS = """
+select count(distinct m.subgraph) from tortus.membership m
+where m.tenant_id = tortus.current_tenant() and m.node_id = any(%s::bigint[])
+"""
+
+
+@dataclass(frozen=True)
+class _Reached:
+    node_id: int
+    hop: int
+    path: list[int]
+    edge_types: list[str]
+    directions: list[str]
+    reasons: list[str]
+    strength: float
+    torus_distance: float | None
+    min_confidence: float
+    spans: int
+
+
+def _walk_policy(policy: TraversalPolicy, radius: float | None, portals: int, layout: str | None) -> dict[str, Any]:
+    return {
+        "layout": layout,
+        "max_hops": policy.max_hops, "fan_out": 30, "beam_width": 60, "max_nodes": 600,
+        "max_portal_hops": 0 if policy.local_only else portals, "local_only": policy.local_only,
+        "subgraphs": [policy.semantic_group] if policy.semantic_group else None, "torus_radius": radius,
+        # Co-occurrence links are too many and too weak to walk; reading order stays.
+        "edge_types_deny": ["related_to"],
+    }
+
+
+def _walk(
+    conn: psycopg.Connection, seeds: list[int], vector: np.ndarray, walk_policy: dict[str, Any]
+) -> tuple[list[_Reached], list[dict[str, Any]]]:
+    reached: list[_Reached] = []
+    pruned: list[dict[str, Any]] = []
+    rows = conn.execute(_WALK, {"seeds": seeds, "v": vector, "policy": Jsonb(walk_policy)}).fetchall()
+    for (node_id, hop, path, types, dirs, _scores, reasons, score, dist, is_pruned, why, kind, label,
+         min_conf, spans) in rows:
+        if is_pruned:
+            pruned.append({"node_id": node_id, "label": label, "kind": kind, "hop": hop, "reason": why})
+        elif kind == "chunk":
+            reached.append(_Reached(node_id, hop, list(path), list(types or []), list(dirs or []),
+                                    list(reasons or []), float(score), dist, float(min_conf), int(spans)))
+    return reached, pruned
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    label: str
+    text: str
+    similarity: float | None
+    age_days: float
+    uri: str
+    start: int
+    end: int
+    page: int | None
+
+
+def _chunk_info(conn: psycopg.Connection, ids: list[int], vector: np.ndarray) -> dict[int, _Chunk]:
+    rows = conn.execute(_CHUNKS, {"ids": list(dict.fromkeys(ids)), "v": vector}).fetchall()
+    return {r[0]: _Chunk(r[1], r[2], r[3], float(r[4] or 0), r[5], r[6], r[7], r[8]) for r in rows}
+
+
+def _texts(ids: Sequence[int], info: dict[int, _Chunk]) -> list[str]:
+    return [info[i].text for i in ids if i in info]
+
+
+def _rank(
+    hits: Sequence[Hit], reached: Sequence[_Reached], info: dict[int, _Chunk], scorer: Scorer
+) -> tuple[list[int], dict[int, float]]:
+    """The search ranking fused (RRF) with the chunks the walk reached through a `defines` edge,
+    ranked by the scorer; the other reached chunks follow, also by the scorer.
+
+    A chunk that defines a concept the seeds (or the question) mention is the walk's strong
+    evidence: the document about the bridge entity, the clause a passage cites. Chunks that
+    merely mention the same concepts are many and weakly related; fused as a list of their own
+    they displaced better search hits in every evaluation set, so they only extend the ranking.
+    """
+    walked: dict[int, float] = {}
+    defining: set[int] = set()
+    for r in reached:
+        chunk = info.get(r.node_id)
+        if r.hop == 0 or chunk is None:
+            continue
+        defined = r.edge_types[-1] == "defines"
+        walked[r.node_id] = scorer(Features(
+            similarity=chunk.similarity, path_strength=r.strength, hops=r.hop, min_confidence=r.min_confidence,
+            evidence_spans=r.spans, defined=defined, age_days=chunk.age_days, torus_distance=r.torus_distance,
+        ))
+        if defined:
+            defining.add(r.node_id)
+    by_score = sorted(walked, key=lambda n: (-walked[n], n))
+    fused = _rrf([[h.node_id for h in hits], [n for n in by_score if n in defining]])
+    return list(dict.fromkeys([*fused, *by_score])), walked
+
+
+def _rrf(rankings: Sequence[Sequence[int]]) -> list[int]:
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, node in enumerate(dict.fromkeys(ranking), 1):
+            scores[node] = scores.get(node, 0.0) + 1.0 / (RRF_K + rank)
+    first = {n: i for i, n in enumerate(dict.fromkeys(n for r in rankings for n in r))}
+    return sorted(scores, key=lambda n: (-scores[n], first[n]))
+
+
+def answer(
+    conn: psycopg.Connection,
+    question: str,
+    *,
+    embedder: Embedder | None,
+    policy: TraversalPolicy = TraversalPolicy(),
+    k: int = 5,
+    ts_config: str = "english",
+    scorer: Scorer = default_score,
+    synthesizer: Synthesizer | None = None,
+    store: bool = True,
+    warnings: Sequence[str] = (),
+    layout: str | None = None,
+) -> Answer:
+    """Answer `question` from the current tenant's graph (call inside `tenant_scope`).
+
+    `layout` walks with alternative torus coordinates stored by `indexing.store_layout`
+    (layout ablations); by default the live coordinates."""
+    if not question.strip() or len(question) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the question must have 1 to {MAX_QUERY_CHARS} characters")
+    if not 1 <= k <= MAX_EVIDENCE:
+        raise InvalidInput(f"k must be between 1 and {MAX_EVIDENCE} evidence chunks")
+    # The question is embedded before the clock starts: the first call may load a local model,
+    # which is not the question's cost. Its time is reported with the stages.
+    began = time.perf_counter()
+    vector = embed_query(embedder, question, "the query engine")
+    embed_ms = round((time.perf_counter() - began) * 1000, 2)
+    clock = _Clock(conn, policy.max_ms)
+    clock.timings["embed_ms"] = embed_ms
+    previous_timeout = conn.execute("select current_setting('statement_timeout')").fetchone()
+    notes = list(warnings)
+    try:
+        result = _plan(conn, question, vector, embedder, policy, k, ts_config, scorer, synthesizer, clock, notes,
+                       layout)
+    finally:
+        restore = previous_timeout[0] if previous_timeout else "0"
+        conn.execute("select set_config('statement_timeout', %s, true)", [restore])
+    if store:
+        result.trace_id = store_trace(conn, result, policy)
+    return result
+
+
+def _plan(
+    conn: psycopg.Connection, question: str, vector: np.ndarray, embedder: Embedder | None,
+    policy: TraversalPolicy, k: int,
+    ts_config: str, scorer: Scorer, synthesizer: Synthesizer | None, clock: _Clock, notes: list[str],
+    layout: str | None,
+) -> Answer:
+    hits: list[Hit] = clock.attempt(
+        "seed", lambda: search(conn, question, mode="hybrid", k=SEEDS, embedder=embedder, ts_config=ts_config,
+                               query_vector=vector), [])
+    seed_ids = [h.node_id for h in hits]
+    walk_seeds = seed_ids[:WALK_SEEDS]
+    named: list[int] = [] if policy.no_personalization else clock.attempt(
+        "link", lambda: question_concepts(conn, question, defined_only=True), [])
+    no_density: tuple[float | None, list[dict[str, Any]]] = (None, [])
+    radius, density = clock.attempt("density", lambda: walk_radius(conn, walk_seeds, layout), no_density)
+
+    domains = clock.attempt("domains", lambda: _count(conn, _SUBGRAPHS, [walk_seeds]), 0)
+    portals = 1 if policy.portal_preference == "prefer" or (policy.portal_preference == "auto" and domains > 1) else 0
+    walk_policy = _walk_policy(policy, radius, portals, layout)
+    no_walk: tuple[list[_Reached], list[dict[str, Any]]] = ([], [])
+    reached, pruned = clock.attempt("walk", lambda: _walk(conn, walk_seeds + named, vector, walk_policy), no_walk)
+    portal_decisions = [{"stage": "walk", "allowed": walk_policy["max_portal_hops"] > 0,
+                         "why": f"seeds span {domains} subgraph(s); portal_preference {policy.portal_preference}"}]
+    if policy.failover_level >= 1 and radius is not None and len([r for r in reached if r.hop > 0]) < k:
+        # Too little inside the radius: widen to the whole torus once.
+        walk_policy = {**walk_policy, "torus_radius": None}
+        again = clock.attempt("walk_wide", lambda: _walk(conn, walk_seeds + named, vector, walk_policy), None)
+        if again is not None:
+            reached, pruned = again
+            notes.append("the walk found too little within the torus radius and was widened")
+    candidates = [*seed_ids, *(r.node_id for r in reached)]
+    info: dict[int, _Chunk] = clock.attempt("candidates", lambda: _chunk_info(conn, candidates, vector), {})
+    ranking, scores = _rank(hits, reached, info, scorer)
+    coverage = clock.attempt("coverage", lambda: coverage_of(conn, question, _texts(ranking[:k], info), ts_config),
+                             1.0)
+    if (coverage < LOW_COVERAGE and not portals and policy.portal_preference == "auto" and not policy.local_only):
+        walk_policy = {**walk_policy, "max_portal_hops": 1}
+        again = clock.attempt("portal_walk", lambda: _walk(conn, walk_seeds + named, vector, walk_policy), None)
+        portal_decisions.append({"stage": "portal_walk", "allowed": True,
+                                 "why": f"coverage {coverage:.2f} of the question is below {LOW_COVERAGE}"})
+        if again is not None:
+            reached, pruned = again
+            info = {**info, **clock.attempt("candidates", lambda: _chunk_info(
+                conn, [r.node_id for r in reached if r.node_id not in info], vector), {})}
+            ranking, scores = _rank(hits, reached, info, scorer)
+
+    evidence, tokens = _select(ranking, info, hits, scores, k, policy.max_tokens)
+
+    by_node = {r.node_id: r for r in reached}
+    path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, evidence, hits, by_node), [])
+    contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, [e.node_id for e in evidence]), [])
+    synthesis = clock.attempt(
+        "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node), ts_config=ts_config,
+                                        synthesizer=synthesizer, names=_labels(conn, named)), None)
+    if synthesis is None:
+        synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
+    if contradictions and synthesis.answer is not None:
+        synthesis.answer += " Note: the sources disagree: " + "; ".join(c["statement"] for c in contradictions)
+    notes += synthesis.warnings
+    if clock.degraded:
+        notes.append(f"degraded: the time budget ({policy.max_ms} ms) ran out at stage(s) {', '.join(clock.degraded)}")
+    clock.timings["total_ms"] = round(clock.elapsed_ms(), 2)
+    hop_count = max((len(by_node[e.node_id].edge_types) for e in evidence if e.node_id in by_node), default=0)
+    budget: dict[str, dict[str, Any]] = {
+        "ms": {"limit": policy.max_ms, "used": clock.timings["total_ms"]},
+        "hops": {"limit": policy.max_hops, "used": hop_count},
+        "tokens": {"limit": policy.max_tokens, "used": tokens},
+        "portal_hops": {"limit": int(walk_policy["max_portal_hops"]),
+                        "used": sum(1 for hop in path if hop["edge_type"] == "portal")},
+    }
+    diagnostics: dict[str, Any] = {
+        "seeds": [{"node_id": h.node_id, "label": h.label, "rank": h.rank, "bm25_rank": h.bm25_rank,
+                   "vector_rank": h.vector_rank, "heading_match": h.heading_match} for h in hits],
+        "named_concepts": named, "density": density, "radius": radius, "portals": portal_decisions,
+        "pruned": pruned if policy.explain else pruned[:20], "pruned_total": len(pruned),
+        "reached_chunks": len(scores), "coverage": round(synthesis.coverage, 4), "missing_terms": synthesis.missing,
+        "contradictions": contradictions, "timings": clock.timings, "degraded": clock.degraded,
+        "shard_crossings": sum(1 for hop in path if hop.get("shard_crossing")),
+    }
+    return Answer(question, synthesis.answer, synthesis.withheld, synthesis.confidence, path, evidence,
+                  synthesis.claims, notes, budget, diagnostics, ranking)
+
+
+def _count(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> int:
+    row = conn.execute(query, params).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _labels(conn: psycopg.Connection, nodes: Sequence[int]) -> list[str]:
+    return [r[0] for r in conn.execute(_LABELS, [list(nodes)]).fetchall()]
+
+
+_LABELS = "select label from tortus.node where tenant_id = tortus.current_tenant() and node_id = any(%s) order by 1"
+
+
+def _select(
+    ranking: Sequence[int], info: dict[int, _Chunk], hits: Sequence[Hit], scores: dict[int, float], k: int,
+    max_tokens: int,
+) -> tuple[list[Evidence], int]:
+    """The best-ranked chunks that fit the token budget (at least the first, cut to fit), at most
+    MAX_PER_SOURCE from one document while others are left: a second document reached through
+    the graph is worth more than a fourth section of the first."""
+    seeds = {h.node_id: h for h in hits}
+    ordered = [n for n in ranking if n in info]
+    per_source: dict[str, int] = {}
+    first_pass = []
+    for n in ordered:
+        if per_source.get(info[n].uri, 0) < MAX_PER_SOURCE:
+            per_source[info[n].uri] = per_source.get(info[n].uri, 0) + 1
+            first_pass.append(n)
+    # The walk's best chunks from other documents get the last WALK_SLOTS places: the second hop
+    # an answer needs is often a section that mentions the bridge concept rather than the
+    # document defining it.
+    head = [n for n in first_pass if n not in scores][: max(k - WALK_SLOTS, 1)]
+    seen = {info[n].uri for n in head}
+    walked = sorted((n for n in scores if n in info and info[n].uri not in seen), key=lambda n: (-scores[n], n))
+    candidates = list(dict.fromkeys([*head, *walked[:WALK_SLOTS], *first_pass, *ordered]))
+    chosen: list[Evidence] = []
+    used = 0
+    for node_id in candidates:
+        chunk = info[node_id]
+        words = chunk.text.split()
+        if used + len(words) > max_tokens:
+            if chosen:
+                continue
+            text = chunk.text[: len(" ".join(words[:max_tokens]))]
+        else:
+            text = chunk.text
+        used += len(text.split())
+        origin = "seed" if node_id in seeds else "walk"
+        score = seeds[node_id].score if node_id in seeds else scores.get(node_id, 0.0)
+        chosen.append(Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.start + len(text), chunk.page,
+                               text, score, origin))
+        if len(chosen) == k:
+            break
+    return chosen, used
+
+
+def _chains(evidence: Sequence[Evidence], reached: dict[int, _Reached]) -> list[list[int]]:
+    """Evidence grouped into chains that can answer together: a chunk with the chunks the walk
+    reached from it, and chunks of one document. An answer must come from one chain, so two
+    unrelated chunks cannot be stitched into an answer neither supports."""
+    parent = list(range(len(evidence)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[object, int] = {}
+    for i, e in enumerate(evidence):
+        r = reached.get(e.node_id)
+        keys: list[object] = [("node", e.node_id), ("uri", e.uri)]
+        if r is not None and r.path:
+            keys.append(("node", r.path[0]))
+        for key in keys:
+            if key in owner:
+                parent[find(i)] = find(owner[key])
+            else:
+                owner[key] = i
+    groups: dict[int, list[int]] = {}
+    for i in range(len(evidence)):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
+def _paths(
+    conn: psycopg.Connection, evidence: Sequence[Evidence], hits: Sequence[Hit], reached: dict[int, _Reached]
+) -> list[dict[str, Any]]:
+    """The hops that lead to each evidence chunk: a search hop for seeds, then the walk's edges."""
+    seeds = {h.node_id: h for h in hits}
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[int, int, str]] = set()
+    for e in evidence:
+        r = reached.get(e.node_id)
+        start = r.path[0] if r is not None and r.path else e.node_id
+        hit = seeds.get(start)
+        if hit is not None and (0, start, "search") not in seen:
+            seen.add((0, start, "search"))
+            out.append({
+                "from": "question", "to": hit.label, "to_id": start, "edge_type": "search", "weight": hit.score,
+                "reason": f"hybrid search rank {hit.rank} "
+                f"(bm25 {hit.bm25_rank or '-'}, vector {hit.vector_rank or '-'})",
+                "evidence": [{"uri": hit.uri, "span": [hit.start_char, hit.end_char], "page": hit.page,
+                              "text": hit.text}],
+            })
+        if r is None or not r.edge_types:
+            continue
+        rows = conn.execute(_HOPS, [r.path, r.edge_types, r.directions]).fetchall()
+        for hop, src, src_label, dst, dst_label, edge_type, weight, items in rows:
+            if (src, dst, edge_type) in seen:
+                continue
+            seen.add((src, dst, edge_type))
+            out.append({
+                "from": src_label, "from_id": src, "to": dst_label, "to_id": dst, "edge_type": edge_type,
+                "weight": weight, "reason": r.reasons[hop - 1] if hop - 1 < len(r.reasons) else None,
+                "torus_distance": r.torus_distance if dst == r.node_id else None,
+                "evidence": [{"uri": i["uri"], "span": [i["start"], i["end"]], "page": i["page"], "text": i["text"]}
+                             for i in items],
+            })
+    return _mark_shard_crossings(conn, out)
+
+
+_SHARDS = """
+select node_id, tortus.shard_of(theta, phi, %s) from tortus.node
+where tenant_id = tortus.current_tenant() and node_id = any(%s::bigint[]) and theta is not null
+"""
+
+
+def _mark_shard_crossings(conn: psycopg.Connection, hops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flag the hops whose ends lie in different torus shards (a distributed deployment pays a
+    network round trip for each)."""
+    ids = {h[k] for h in hops for k in ("from_id", "to_id") if h.get(k) is not None}
+    shard: dict[int, int] = dict(conn.execute(_SHARDS, [SHARDS, list(ids)]).fetchall()) if ids else {}
+    for h in hops:
+        a, b = shard.get(h.get("from_id") or -1), shard.get(h.get("to_id") or -1)
+        h["shard_crossing"] = a is not None and b is not None and a != b
+    return hops
+
+
+_CONTRADICTIONS = """
+select a.label, e.type, b.label, e.confidence,
+       tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char
+from tortus.edge e
+join tortus.node a on a.tenant_id = e.tenant_id and a.node_id = e.src
+join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
+join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
+join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
+where e.tenant_id = tortus.current_tenant() and e.type = 'contradicts'
+  and exists (select 1 from tortus.evidence_span c
+              where c.tenant_id = sp.tenant_id and c.node_id = any(%s::bigint[]) and c.source_id = sp.source_id
+                and c.start_char <= sp.start_char and sp.end_char <= c.end_char)
+order by e.confidence desc, a.label, b.label
+limit 5
+"""
+
+
+def _contradictions(conn: psycopg.Connection, chunks: Sequence[int]) -> list[dict[str, Any]]:
+    """`contradicts` edges stated inside the selected evidence chunks."""
+    return [
+        {"statement": f"{a} {t.replace('_', ' ')} {b}", "confidence": conf,
+         "evidence": {"uri": uri, "span": [start, end], "text": text}}
+        for a, t, b, conf, text, uri, start, end in conn.execute(_CONTRADICTIONS, [list(chunks)]).fetchall()
+    ]

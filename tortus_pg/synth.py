@@ -1,0 +1,315 @@
+"""Grounded synthesis: an answer only from selected evidence, or an honest refusal.
+
+Extractive by default: sentences are chosen from the evidence spans, each claim citing the
+exact span it copies. The question's terms are weighted by their IDF in the tenant's BM25
+statistics (a term the corpus never uses weighs the most), and the answer is withheld when
+the evidence covers less than half of that weight, or misses an identifier the question
+names (an error code, clause or version must match exactly). An optional LLM synthesizer
+writes the answer instead; its claims are checked against the evidence they cite.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import psycopg
+
+from tortus_pg.ingest.chunking import sentence_spans
+
+SUPPORTED = 0.5  # share of the question's weight the evidence must cover
+MAX_CLAIMS = 3
+# Words that frame a question rather than say what it is about.
+FRAME_WORDS = frozenset(
+    ["say", "mean", "tell", "describ", "explain", "requir", "indic", "happen", "know", "call", "name", "doe", "like"]
+)
+
+_TERMS = """
+with q as (select distinct t.lexeme from unnest(to_tsvector(%(cfg)s::regconfig, %(q)s)) as t)
+select q.lexeme, coalesce(t.df, 0), c.n, q.lexeme = any(tortus.identifier_lexemes(%(q)s, %(cfg)s::regconfig))
+from q
+cross join (select coalesce(max(n_docs), 0) as n from tortus.bm25_corpus
+            where tenant_id = tortus.current_tenant()) c
+left join tortus.bm25_term t on t.tenant_id = tortus.current_tenant() and t.lexeme = q.lexeme
+"""
+
+_LEXEMES = """
+select coalesce(array(select l.lexeme from unnest(to_tsvector(%(cfg)s::regconfig, x.t)) as l), '{}')
+from unnest(%(texts)s::text[]) with ordinality as x(t, i) order by x.i
+"""
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The question's content lexemes with their weights, which are identifiers, and the names
+    of the things the question is about (each a set of lexemes the answer's chain must have)."""
+
+    weights: dict[str, float]
+    identifiers: frozenset[str]
+    names: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return sum(self.weights.values())
+
+    def covered(self, lexemes: set[str]) -> float:
+        return sum(w for t, w in self.weights.items() if t in lexemes) / self.total if self.total else 0.0
+
+
+def question_terms(
+    conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = ()
+) -> Terms:
+    """Lexemes of the question (minus framing words) weighted by IDF (unseen terms weigh most),
+    and the lexemes of the `names` the question is about."""
+    rows = conn.execute(_TERMS, {"q": question, "cfg": ts_config}).fetchall()
+    weights = {}
+    for lexeme, df, n, _ in rows:
+        if lexeme in FRAME_WORDS:
+            continue
+        weights[lexeme] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    named = dict(zip(names, lexemes(conn, names, ts_config), strict=True)) if names else {}
+    return Terms(weights, frozenset(r[0] for r in rows if r[3]), {n: frozenset(w) for n, w in named.items() if w})
+
+
+def lexemes(conn: psycopg.Connection, texts: Sequence[str], ts_config: str = "english") -> list[set[str]]:
+    """The lexemes of each text, as BM25 sees them."""
+    return [set(r[0]) for r in conn.execute(_LEXEMES, {"texts": list(texts), "cfg": ts_config}).fetchall()]
+
+
+def coverage_of(conn: psycopg.Connection, question: str, texts: Sequence[str], ts_config: str = "english") -> float:
+    """Share of the question's weight that the texts contain together."""
+    terms = question_terms(conn, question, ts_config)
+    found = set().union(*lexemes(conn, texts, ts_config)) if texts else set()
+    return terms.covered(found)
+
+
+class Source(Protocol):
+    """What synthesis needs of one evidence item; `label` is its heading path, the context of
+    every sentence in the chunk."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def page(self) -> int | None: ...
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass
+class Synthesis:
+    answer: str | None
+    withheld: bool
+    confidence: float
+    claims: list[dict[str, Any]]
+    coverage: float
+    missing: list[str]
+    warnings: list[str] = field(default_factory=list)
+    tokens: int = 0
+
+
+class Synthesizer(Protocol):
+    def __call__(
+        self, conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+        terms: Terms, ts_config: str,
+    ) -> Synthesis: ...
+
+
+def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
+    """(evidence index, start, end, text) of the sentences worth quoting: not headings, not
+    fragments of fewer than four words."""
+    out = []
+    for i, item in enumerate(evidence):
+        for start, end in sentence_spans(item.text):
+            text = item.text[start:end]
+            if text.lstrip().startswith("#") or len(text.split()) < 4:
+                continue
+            out.append((i, start, end, " ".join(text.split())))
+    return out
+
+
+def _refusal(terms: Terms, found: set[str], coverage: float) -> str | None:
+    missing_ids = sorted(terms.identifiers - found)
+    if missing_ids:
+        return f"no evidence mentions {', '.join(missing_ids)}"
+    unnamed = sorted(name for name, words in terms.names.items() if not words <= found)
+    if unnamed:
+        return f"no evidence about {', '.join(unnamed)} answers it"
+    if coverage < SUPPORTED:
+        return f"the evidence covers {coverage:.0%} of what the question asks (at least {SUPPORTED:.0%} needed)"
+    return None
+
+
+def best_chain(
+    conn: psycopg.Connection, evidence: Sequence[Source], chains: Sequence[Sequence[int]], terms: Terms,
+    ts_config: str = "english",
+) -> tuple[list[int], float, set[str]]:
+    """The chain of evidence that answers best: first the one naming most of what the question
+    requires (its identifiers and named things), then the one covering most of its weight.
+    Returns the chain's indices, coverage and lexemes (of texts and their heading paths)."""
+    sets = lexemes(conn, [f"{e.label}\n{e.text}" for e in evidence], ts_config) if evidence else []
+    scored = []
+    for n, chain in enumerate(chains):
+        found = set().union(*(sets[i] for i in chain)) if chain else set()
+        required = len(terms.identifiers & found) + sum(1 for words in terms.names.values() if words <= found)
+        scored.append((required, terms.covered(found), -n, list(chain), found))
+    if not scored:
+        return [], 0.0, set()
+    _, coverage, _, chain, found = max(scored, key=lambda x: x[:3])
+    return chain, coverage, found
+
+
+def extractive(
+    conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+    terms: Terms, ts_config: str = "english",
+) -> Synthesis:
+    """Quote up to MAX_CLAIMS sentences of the best chain that together cover the question best."""
+    chain, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
+    missing = sorted(t for t in terms.weights if t not in found)
+    sentences = _sentences([evidence[i] for i in chain])
+    sentences = [(chain[i], start, end, text) for i, start, end, text in sentences]
+    why = _refusal(terms, found, coverage)
+    if why is not None or not sentences:
+        reason = why or "the evidence has no sentence to quote"
+        return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {reason}"])
+    # A sentence is read in the context of its heading path ("clause 7.3.2" heads its text).
+    contexts = lexemes(conn, [evidence[i].label for i in chain], ts_config)
+    context_of = dict(zip(chain, contexts, strict=True))
+    sets = [found_in | context_of[s[0]] for found_in, s in zip(lexemes(conn, [s[3] for s in sentences], ts_config),
+                                                               sentences, strict=True)]
+    chosen: list[int] = []
+    covered: set[str] = set()
+    while len(chosen) < MAX_CLAIMS:
+        gains = [
+            (sum(terms.weights.get(t, 0.0) for t in sets[j] - covered), -j)
+            for j in range(len(sentences)) if j not in chosen
+        ]
+        if not gains:
+            break
+        gain, neg_j = max(gains)
+        if gain <= 0 or (chosen and gain < 0.1 * terms.total):
+            break
+        chosen.append(-neg_j)
+        covered |= sets[-neg_j]
+    if not chosen:
+        return Synthesis(None, True, 0.0, [], coverage, missing, ["answer withheld: no sentence matches the question"])
+    chosen.sort(key=lambda j: (sentences[j][0], sentences[j][1]))
+    claims = []
+    for n, j in enumerate(chosen, 1):
+        i, start, end, text = sentences[j]
+        item = evidence[i]
+        claims.append({
+            "text": text, "citation": n, "evidence": i, "uri": item.uri, "page": item.page,
+            "span": [item.start + start, item.start + end], "support": "supported",
+            "matched_terms": sorted(t for t in sets[j] if t in terms.weights),
+        })
+    answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+    confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
+    return Synthesis(answer, False, confidence, claims, coverage, missing)
+
+
+def synthesize(
+    conn: psycopg.Connection,
+    question: str,
+    evidence: Sequence[Source],
+    chains: Sequence[Sequence[int]] | None = None,
+    *,
+    ts_config: str = "english",
+    synthesizer: Synthesizer | None = None,
+    names: Sequence[str] = (),
+) -> Synthesis:
+    """An answer from `evidence` alone (extractive unless another synthesizer is given); `chains`
+    groups evidence that may answer together (default: all of it); `names` are what the question
+    is about, which the answering chain must mention."""
+    terms = question_terms(conn, question, ts_config, names)
+    groups = chains if chains is not None else [list(range(len(evidence)))]
+    return (synthesizer or extractive)(conn, question, evidence, groups, terms, ts_config)
+
+
+_LLM_SYSTEM = """Answer the question only from the numbered evidence. Every claim must cite the \
+evidence numbers that state it. If the evidence does not answer the question, set answerable to \
+false and give no claims. Do not use outside knowledge."""
+
+_LLM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["answerable", "claims"],
+    "properties": {
+        "answerable": {"type": "boolean"},
+        "claims": {
+            "type": "array",
+            "maxItems": 8,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["text", "citations"],
+                "properties": {
+                    "text": {"type": "string", "maxLength": 1000},
+                    "citations": {"type": "array", "maxItems": 8, "items": {"type": "integer"}},
+                },
+            },
+        },
+    },
+}
+SUPPORT_SHARE = 0.6  # of a claim's words that its cited evidence must contain
+
+
+class ChatModel(Protocol):
+    def complete_json(self, system: str, user: str, schema: Any, *, schema_name: str) -> dict[str, Any]: ...
+
+
+class LLMSynthesizer:
+    """Synthesis by an OpenAI-compatible chat model, checked against the evidence: a claim is
+    supported when its cited evidence contains at least SUPPORT_SHARE of its words (as lexemes),
+    unsupported otherwise (kept, flagged and left out of the confidence). The same refusal rules
+    as extractive synthesis apply before the model is asked."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+
+    def __call__(
+        self, conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+        terms: Terms, ts_config: str = "english",
+    ) -> Synthesis:
+        chain, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
+        missing = sorted(t for t in terms.weights if t not in found)
+        why = _refusal(terms, found, coverage)
+        if why is not None:
+            return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {why}"])
+        numbered = "\n\n".join(f"[{n}] {evidence[i].text}" for n, i in enumerate(chain, 1))
+        reply = self.model.complete_json(
+            _LLM_SYSTEM, f"Question: {question}\n\nEvidence:\n{numbered}", _LLM_SCHEMA, schema_name="grounded_answer"
+        )
+        drafted = [c for c in reply["claims"] if c["text"].strip()]
+        if not reply["answerable"] or not drafted:
+            return Synthesis(None, True, 0.0, [], coverage, missing, ["answer withheld: the model found no answer"])
+        claim_sets = lexemes(conn, [c["text"] for c in drafted], ts_config)
+        cited_sets = lexemes(conn, [evidence[i].text for i in chain], ts_config)
+        claims, notes = [], []
+        for n, (claim, words) in enumerate(zip(drafted, claim_sets, strict=True), 1):
+            cited = [c for c in dict.fromkeys(claim["citations"]) if 1 <= c <= len(chain)]
+            support_words = set().union(*(cited_sets[c - 1] for c in cited)) if cited else set()
+            share = len(words & support_words) / len(words) if words else 0.0
+            supported = bool(cited) and share >= SUPPORT_SHARE
+            if not supported:
+                notes.append(f"claim {n} is not supported by the evidence it cites")
+            first = evidence[chain[cited[0] - 1]] if cited else None
+            claims.append({
+                "text": claim["text"].strip(), "citation": n, "evidence": chain[cited[0] - 1] if cited else None,
+                "uri": first.uri if first else None, "page": first.page if first else None,
+                "span": [first.start, first.end] if first else None,
+                "support": "supported" if supported else "unsupported", "support_share": round(share, 3),
+            })
+        if not any(c["support"] == "supported" for c in claims):
+            return Synthesis(None, True, 0.0, claims, coverage, missing,
+                             ["answer withheld: no claim of the model is supported by the evidence", *notes])
+        answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+        supported_share = sum(c["support"] == "supported" for c in claims) / len(claims)
+        return Synthesis(answer, False, round(coverage * supported_share, 4), claims, coverage, missing, notes)
