@@ -381,7 +381,8 @@ def _plan(
 
     by_node = {r.node_id: r for r in reached}
     path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, evidence, hits, by_node), [])
-    contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, [e.node_id for e in evidence]), [])
+    chosen = [e.node_id for e in evidence]
+    contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, chosen), [])
     synthesis = clock.attempt(
         "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node), ts_config=ts_config,
                                         synthesizer=synthesizer, names=_labels(conn, named)), None)
