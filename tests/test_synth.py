@@ -1,0 +1,95 @@
+"""Grounded synthesis against the demo corpus's statistics: extractive quotes, LLM claims
+checked against the evidence they cite (served by a local OpenAI-compatible server), refusals."""
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from openai_server import openai_server
+
+from tortus_pg.db import tenant_scope
+from tortus_pg.llm import ChatClient
+from tortus_pg.synth import LLMSynthesizer, synthesize
+
+CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated at least every 90 days."
+OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."
+
+
+@dataclass(frozen=True)
+class Item:
+    label: str
+    uri: str
+    start: int
+    end: int
+    page: int | None
+    text: str
+
+
+EVIDENCE = [
+    Item("Information Security Policy > clause 7.3.2", "security/policy.pdf", 100, 100 + len(CLAUSE), 2, CLAUSE),
+    Item("Key Vault > Ownership", "security/key-vault.md", 40, 40 + len(OWNER), None, OWNER),
+]
+
+
+@pytest.fixture
+def db(demo: tuple[Path, dict[str, str]]) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(demo[1]["TORTUS_DATABASE_URL"]) as conn, tenant_scope(conn, "default"):
+        yield conn
+
+
+def llm_answer(*claims: tuple[str, list[int]], answerable: bool = True) -> str:
+    return json.dumps({"answerable": answerable, "claims": [{"text": t, "citations": c} for t, c in claims]})
+
+
+def test_extractive_quotes_the_sentence_and_cites_its_exact_span(db: psycopg.Connection) -> None:
+    out = synthesize(db, "How often must signing keys be rotated?", EVIDENCE)
+    assert not out.withheld and out.claims
+    claim = out.claims[0]
+    assert claim["uri"] == "security/policy.pdf" and claim["page"] == 2 and "90 days" in claim["text"]
+    start, end = claim["span"]
+    assert CLAUSE[start - 100 : end - 100] == claim["text"]
+    assert out.answer is not None and out.answer.endswith("[1]")
+
+
+def test_a_missing_identifier_or_named_thing_withholds(db: psycopg.Connection) -> None:
+    missing_id = synthesize(db, "What does clause 7.3.5 require?", EVIDENCE)
+    assert missing_id.withheld and missing_id.warnings == ["answer withheld: no evidence mentions 7.3.5"]
+    unnamed = synthesize(db, "Who owns the Ledger Service?", EVIDENCE[1:], names=["Ledger Service"])
+    assert unnamed.withheld and "Ledger Service" in unnamed.warnings[0]
+
+
+def test_llm_claims_are_checked_against_the_evidence_they_cite(db: psycopg.Connection) -> None:
+    reply = llm_answer(
+        ("Key Vault is owned by the Platform Team.", [2]),
+        ("Key Vault is owned by the Platform Team.", [1]),  # cites the wrong evidence
+    )
+    with openai_server(contents=[reply]) as server, ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+        out = synthesize(db, "Which team owns Key Vault?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        prompt = server.bodies("/v1/chat/completions")[0]["messages"][1]["content"]
+    assert "[1] " + CLAUSE in prompt and "[2] " + OWNER in prompt
+    assert [c["support"] for c in out.claims] == ["supported", "unsupported"]
+    assert out.claims[0]["uri"] == "security/key-vault.md" and not out.withheld
+    assert out.warnings == ["claim 2 is not supported by the evidence it cites"]
+    assert 0 < out.confidence < out.coverage
+
+
+def test_llm_without_a_supported_claim_or_saying_unanswerable_withholds(db: psycopg.Connection) -> None:
+    unsupported = llm_answer(("The vault is run by the Treasury Team.", [2]))
+    unanswerable = llm_answer(answerable=False)
+    with openai_server(contents=[unsupported, unanswerable]) as server, \
+            ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+        first = synthesize(db, "Which team owns Key Vault?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        second = synthesize(db, "Which team owns Key Vault?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+    assert first.withheld and first.claims[0]["support"] == "unsupported"
+    assert second.withheld and second.warnings == ["answer withheld: the model found no answer"]
+
+
+def test_refusal_comes_before_the_model_is_asked(db: psycopg.Connection) -> None:
+    with openai_server(contents=[llm_answer(("anything", [1]))]) as server, \
+            ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+        out = synthesize(db, "What does error E-1099 mean?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        asked = server.bodies("/v1/chat/completions")
+    assert out.withheld and asked == []
