@@ -57,6 +57,8 @@ def test_extractive_quotes_the_sentence_and_cites_its_exact_span(db: psycopg.Con
 def test_a_missing_identifier_or_named_thing_withholds(db: psycopg.Connection) -> None:
     missing_id = synthesize(db, "What does clause 7.3.5 require?", EVIDENCE)
     assert missing_id.withheld and missing_id.warnings == ["answer withheld: no evidence mentions 7.3.5"]
+    spelled = synthesize(db, "What was the root cause of INC-2025-030?", EVIDENCE)
+    assert spelled.warnings == ["answer withheld: no evidence mentions INC-2025-030"]
     unnamed = synthesize(db, "Who owns the Ledger Service?", EVIDENCE[1:], names=["Ledger Service"])
     assert unnamed.withheld and "Ledger Service" in unnamed.warnings[0]
 

@@ -388,8 +388,10 @@ def _plan(
                                         synthesizer=synthesizer, names=_labels(conn, named)), None)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
-    if contradictions and synthesis.answer is not None:
-        synthesis.answer += " Note: the sources disagree: " + "; ".join(c["statement"] for c in contradictions)
+    cited = [evidence[c["evidence"]] for c in synthesis.claims if c.get("evidence") is not None]
+    disputed = [c for c in contradictions if any(_inside(c["evidence"], e) for e in cited)]
+    if disputed and synthesis.answer is not None:
+        synthesis.answer += " Note: the sources disagree: " + "; ".join(c["statement"] for c in disputed)
     notes += synthesis.warnings
     if clock.degraded:
         notes.append(f"degraded: the time budget ({policy.max_ms} ms) ran out at stage(s) {', '.join(clock.degraded)}")
@@ -399,8 +401,10 @@ def _plan(
         "ms": {"limit": policy.max_ms, "used": clock.timings["total_ms"]},
         "hops": {"limit": policy.max_hops, "used": hop_count},
         "tokens": {"limit": policy.max_tokens, "used": tokens},
+        # The portal budget is per path: report the most any evidence path took.
         "portal_hops": {"limit": int(walk_policy["max_portal_hops"]),
-                        "used": sum(1 for hop in path if hop["edge_type"] == "portal")},
+                        "used": max((by_node[e.node_id].directions.count("portal") for e in evidence
+                                     if e.node_id in by_node), default=0)},
     }
     diagnostics: dict[str, Any] = {
         "seeds": [{"node_id": h.node_id, "label": h.label, "rank": h.rank, "bm25_rank": h.bm25_rank,
@@ -570,8 +574,13 @@ limit 5
 """
 
 
+def _inside(span: dict[str, Any], item: Evidence) -> bool:
+    return bool(span["uri"] == item.uri and item.start <= span["span"][0] and span["span"][1] <= item.end)
+
+
 def _contradictions(conn: psycopg.Connection, chunks: Sequence[int]) -> list[dict[str, Any]]:
-    """`contradicts` edges stated inside the selected evidence chunks."""
+    """`contradicts` edges stated inside the selected evidence chunks (the answer notes those
+    stated in the chunks its claims cite)."""
     return [
         {"statement": f"{a} {t.replace('_', ' ')} {b}", "confidence": conf,
          "evidence": {"uri": uri, "span": [start, end], "text": text}}

@@ -19,6 +19,7 @@ import psycopg
 
 from tortus_pg.ingest.chunking import sentence_spans
 
+_PUNCTUATION = "\"'()[]{}<>,;:!?."
 SUPPORTED = 0.5  # share of the question's weight the evidence must cover
 MAX_CLAIMS = 3
 # Words that frame a question rather than say what it is about.
@@ -49,6 +50,7 @@ class Terms:
     weights: dict[str, float]
     identifiers: frozenset[str]
     names: dict[str, frozenset[str]] = field(default_factory=dict)
+    spelled: dict[str, str] = field(default_factory=dict)  # identifier lexeme -> as the question writes it
 
     @property
     def total(self) -> float:
@@ -70,7 +72,10 @@ def question_terms(
             continue
         weights[lexeme] = math.log(1 + (n - df + 0.5) / (df + 0.5))
     named = dict(zip(names, lexemes(conn, names, ts_config), strict=True)) if names else {}
-    return Terms(weights, frozenset(r[0] for r in rows if r[3]), {n: frozenset(w) for n, w in named.items() if w})
+    identifiers = frozenset(r[0] for r in rows if r[3])
+    tokens = [t.strip(_PUNCTUATION) for t in question.split()]
+    spelled = {i: next((t for t in tokens if i in t.casefold()), i) for i in identifiers}
+    return Terms(weights, identifiers, {n: frozenset(w) for n, w in named.items() if w}, spelled)
 
 
 def lexemes(conn: psycopg.Connection, texts: Sequence[str], ts_config: str = "english") -> list[set[str]]:
@@ -136,7 +141,7 @@ def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
 
 
 def _refusal(terms: Terms, found: set[str], coverage: float) -> str | None:
-    missing_ids = sorted(terms.identifiers - found)
+    missing_ids = sorted({terms.spelled.get(i, i) for i in terms.identifiers - found})
     if missing_ids:
         return f"no evidence mentions {', '.join(missing_ids)}"
     unnamed = sorted(name for name, words in terms.names.items() if not words <= found)
