@@ -86,7 +86,8 @@ class Tortus(Hybrid):
             "tokens": float(result.budget["tokens"]["used"]),
         }
         seeds = source_ids(conn, [s["node_id"] for s in d.get("seeds", [])], prefix)
-        return StrategyResult(source_ids(conn, result.ranking, prefix)[:k], diagnostics, seed_ids=seeds)
+        return StrategyResult(source_ids(conn, result.ranking, prefix)[:k], diagnostics, seed_ids=seeds,
+                              withheld=result.withheld)
 
     def prepared_layout(self, conn: psycopg.Connection) -> str | None:
         """The layout to walk with, stored for this snapshot on first use."""

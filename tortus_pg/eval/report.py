@@ -75,6 +75,17 @@ def _failure_table(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> 
     return _table(["strategy", "scored", f"all gold in top {k}", *(c.replace("_", " ") for c in classes)], rows)
 
 
+def _abstention(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> list[str]:
+    answering = {n: e["abstention"] for n, e in done.items() if e.get("abstention")}
+    if not answering:
+        return ["Abstention is not scored: no strategy in this run answers (or withholds) questions.", ""]
+    rows = [[n, _f(a["accuracy_on_negatives"]), str(a["negatives"]), _f(a["answered_when_answerable"]),
+             str(a["wrong_abstention"])] for n, a in answering.items()]
+    lines = ["## Abstention", "", *_table(
+        ["strategy", "negatives withheld", "negatives", "answerable answered", "wrong abstentions"], rows)]
+    return [*lines, "", *(f"- {c.replace('_', ' ')}: {t}" for c, t in summary["taxonomy"]["abstention"].items()), ""]
+
+
 def _plots(done: dict[str, dict[str, Any]], out_dir: Path) -> None:
     fig = Figure(figsize=(6, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -149,8 +160,8 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         *_failure_table(summary, done),
         "",
         *(f"- {c.replace('_', ' ')}: {text}" for c, text in summary["taxonomy"]["classes"].items()),
-        *(f"- {c.replace('_', ' ')}: not measured; {text}" for c, text in summary["taxonomy"]["not_measured"].items()),
         "",
+        *_abstention(summary, done),
         *(["## Plots", "", *(f"![{title}]({name})" for name, title in PLOTS.items()), ""] if done else []),
     ]
     if done:

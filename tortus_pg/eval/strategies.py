@@ -54,6 +54,7 @@ class StrategyResult:
     ranked_ids: list[str]
     diagnostics: dict[str, float] = field(default_factory=dict)
     seed_ids: list[str] | None = None
+    withheld: bool | None = None  # strategies that answer: whether they withheld the answer
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.metrics import (
+    abstention_correct,
     all_gold_at_k,
     bootstrap_ci,
     mrr,
@@ -32,8 +33,10 @@ TAXONOMY = {
     "traversal_miss": "the seed stage found some gold, the rest was never reached "
     "(one-stage strategies have no traversal, so each of their partial hits lands here)",
 }
-NOT_MEASURED = {
-    "wrong_abstention": "no strategy abstains or answers yet, so abstention on negative questions is not scored"
+# Scored for strategies that answer (withhold or not); the others cannot abstain.
+ABSTENTION = {
+    "wrong_abstention": "an answerable question was withheld (strategies that answer only)",
+    "accuracy_on_negatives": "share of the unanswerable (negative) questions withheld",
 }
 
 
@@ -62,9 +65,11 @@ class EvalRun:
     status: str = "running"
 
 
-def question_metrics(out: StrategyResult, gold: Mapping[str, float]) -> dict[str, float | None]:
+def question_metrics(
+    out: StrategyResult, gold: Mapping[str, float], *, negative: bool = False
+) -> dict[str, float | None]:
     """Retrieval metrics of one answer (None for a negative question), the recall@5 of its seed
-    stage, and the strategy's diagnostics."""
+    stage, whether it abstained correctly (strategies that answer), and the diagnostics."""
     ranked = out.ranked_ids
     metrics: dict[str, float | None] = {f"recall@{c}": recall_at_k(ranked, gold, c) for c in (2, 5, 10)}
     metrics["ndcg@10"] = ndcg_at_k(ranked, gold, 10)
@@ -73,6 +78,9 @@ def question_metrics(out: StrategyResult, gold: Mapping[str, float]) -> dict[str
     metrics["all_gold@10"] = all_gold_at_k(ranked, gold, 10)
     seed = ranked if out.seed_ids is None else out.seed_ids
     metrics[f"seed_recall@{TAXONOMY_K}"] = recall_at_k(seed, gold, TAXONOMY_K)
+    if out.withheld is not None:
+        metrics["withheld"] = float(out.withheld)
+        metrics["abstention_correct"] = float(abstention_correct(negative, out.withheld))
     return {**metrics, **out.diagnostics}
 
 
@@ -131,6 +139,15 @@ def _strategy(rows: list[Result], questions: Mapping[str, Question], k: int) -> 
         if (kind := _failure(r, questions[r.question_id])) is not None:
             failures[kind] += 1
     entry["failures"] = failures
+    if any("withheld" in r.metrics for r in rows):
+        negatives = [r for r in rows if questions[r.question_id].is_negative]
+        answerable = [r for r in rows if not questions[r.question_id].is_negative and "withheld" in r.metrics]
+        entry["abstention"] = {
+            "accuracy_on_negatives": _mean(_values(negatives, "abstention_correct")),
+            "negatives": len(negatives),
+            "answered_when_answerable": _mean([1.0 - float(r.metrics["withheld"]) for r in answerable]),
+            "wrong_abstention": sum(1 for r in answerable if r.metrics["withheld"] == 1.0),
+        }
     return entry
 
 
@@ -174,7 +191,7 @@ def summarize(run: EvalRun) -> dict[str, Any]:
         "embedder": run.config.get("embedder"),
         "baseline": baseline,
         "counts": {"questions": len(asked), "negative": sum(q.is_negative for q in asked), "by_type": types},
-        "taxonomy": {"k": TAXONOMY_K, "classes": TAXONOMY, "not_measured": NOT_MEASURED},
+        "taxonomy": {"k": TAXONOMY_K, "classes": TAXONOMY, "abstention": ABSTENTION},
         # jsonb does not keep key order, so the listed order is kept here for the stored summary.
         "strategy_order": [n for n in run.config.get("strategies", strategies) if n in strategies],
         "strategies": {n: strategies[n] for n in run.config.get("strategies", strategies) if n in strategies},
