@@ -270,7 +270,7 @@ def test_report_renders_markdown_and_png_plots(db: psycopg.Connection, dataset: 
     text = path.read_text(encoding="utf-8")
     assert path.name == "report.md" and "## Strategies" in text and "bounded_agentic" in text
     assert "By question type" in text and "compositional" in text and "seed miss" in text
-    assert "wrong abstention: not measured" in text and "`external` skipped" in text
+    assert "Abstention is not scored" in text and "`external` skipped" in text
     for name in ("recall_at_k.png", "latency_recall.png", "ci_bars.png"):
         assert f"]({name})" in text
         assert (tmp_path / "out" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
