@@ -141,6 +141,23 @@ def test_some_multi_hop_answer_walks_two_hops_to_its_evidence(ask: Ask) -> None:
     assert all(item["text"].strip() for chain in chains for hop in chain for item in hop["evidence"])
 
 
+def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:
+    # The incident names Key Vault as the cause; who owns Key Vault is in Key Vault's own document.
+    a = ask("Which team owns the system whose expired certificate caused INC-2025-014?")
+    assert a.answer is not None and "Platform Team" in a.answer
+    assert [c["uri"].rsplit("/", 1)[-1] for c in a.claims] == ["inc-2025-014.md", "key-vault.md"]
+    hops = [(h["from"], h["edge_type"], h["to"]) for h in a.path]
+    assert any(kind == "mentions" and to == "Key Vault" for _, kind, to in hops)
+    assert any(src == "Key Vault" and to.startswith("Key Vault >") for src, _, to in hops)
+    assert a.budget["hops"]["used"] <= 2 and a.budget["tokens"]["used"] <= a.budget["tokens"]["limit"]
+
+
+def test_one_hop_answers_do_not_follow_bridges(ask: Ask) -> None:
+    a = ask("Which team owns the system whose expired certificate caused INC-2025-014?",
+            policy=TraversalPolicy(max_hops=1))
+    assert a.answer is None or "Platform Team" not in a.answer
+
+
 def test_an_exhausted_time_budget_degrades_the_answer(ask: Ask) -> None:
     a = ask(CLAUSE, policy=TraversalPolicy(max_ms=1))
     assert a.diagnostics["degraded"] and any(w.startswith("degraded:") for w in a.warnings), a.warnings

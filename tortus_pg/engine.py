@@ -383,9 +383,23 @@ def _plan(
     path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, evidence, hits, by_node), [])
     chosen = [e.node_id for e in evidence]
     contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, chosen), [])
+    names = _labels(conn, named)
     synthesis = clock.attempt(
         "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node), ts_config=ts_config,
-                                        synthesizer=synthesizer, names=_labels(conn, named)), None)
+                                        synthesizer=synthesizer, names=names), None)
+    if synthesis is not None and not synthesis.withheld and policy.max_hops >= 2:
+        # The answer may stop at a bridge ("... caused by Key Vault"): follow it one hop.
+        bridge = clock.attempt("bridge", lambda: _follow_bridge(
+            conn, synthesis, evidence, info, tokens, policy.max_tokens, ts_config), None)
+        if bridge is not None:
+            item, reach = bridge
+            evidence.append(item)
+            tokens += len(item.text.split())
+            by_node[item.node_id] = reach
+            path += clock.attempt("paths", lambda: _paths(conn, [item], hits, by_node), [])
+            synthesis = clock.attempt(
+                "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node),
+                                                ts_config=ts_config, synthesizer=synthesizer, names=names), synthesis)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
     cited = [evidence[c["evidence"]] for c in synthesis.claims if c.get("evidence") is not None]
@@ -572,6 +586,70 @@ where e.tenant_id = tortus.current_tenant() and e.type = 'contradicts'
 order by e.confidence desc, a.label, b.label
 limit 5
 """
+
+
+_BRIDGES = """
+select distinct c.node_id, c.label
+from tortus.edge e
+join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
+join tortus.node c on c.tenant_id = e.tenant_id and c.node_id = e.dst
+where e.tenant_id = tortus.current_tenant() and e.type = 'mentions' and e.src = %(chunk)s
+  and sp.start_char >= %(start)s and sp.end_char <= %(end)s and c.kind <> 'concept'
+"""
+
+# Chunks with the uncovered terms that mention the bridge; those of the bridge's own document
+# (the source whose lead chunk defines it) first.
+_FOLLOW = """
+select b.node_id from tortus.bm25_search(%(q)s, 200, config => %(cfg)s::regconfig) b
+join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
+cross join lateral (
+    select exists (select 1 from tortus.edge d
+                   join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
+                   where d.tenant_id = n.tenant_id and d.dst = %(concept)s and d.type = 'defines'
+                     and dn.source_id = n.source_id) as own_document
+) o
+where b.node_id <> all(%(exclude)s::bigint[])
+  and exists (select 1 from tortus.edge m
+              where m.tenant_id = n.tenant_id and m.src = n.node_id and m.dst = %(concept)s
+                and m.type in ('mentions', 'defines'))
+order by o.own_document desc, b.rank
+limit 1
+"""
+
+
+def _follow_bridge(
+    conn: psycopg.Connection, synthesis: Synthesis, evidence: Sequence[Evidence], info: dict[int, _Chunk],
+    tokens: int, max_tokens: int, ts_config: str,
+) -> tuple[Evidence, _Reached] | None:
+    """When the claims leave part of the question uncovered and the first claim names an entity
+    the question does not (the bridge), the chunk that best matches the bridge and the uncovered
+    terms among those mentioning the bridge: a second hop, chunk -> entity -> chunk."""
+    uncovered = [t for t in synthesis.missing_from_claims if t]
+    if not uncovered or not synthesis.claims:
+        return None
+    first = synthesis.claims[0]
+    source = evidence[first["evidence"]]
+    offset = first["span"][0]
+    asked = " ".join(synthesis.question_words).casefold()
+    bridges = [(c, label) for c, label in conn.execute(_BRIDGES, {
+        "chunk": source.node_id, "start": offset, "end": first["span"][1]}).fetchall()
+        if label.casefold() not in asked]
+    exclude = [e.node_id for e in evidence]
+    for concept, label in bridges:
+        row = conn.execute(_FOLLOW, {"q": " ".join(uncovered), "cfg": ts_config, "exclude": exclude,
+                                     "concept": concept}).fetchone()
+        if row is None:
+            continue
+        node_id = int(row[0])
+        chunk = info.get(node_id) or _chunk_info(conn, [node_id], np.zeros(1, dtype=np.float32)).get(node_id)
+        if chunk is None or tokens + len(chunk.text.split()) > max_tokens:
+            continue
+        item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
+        reason = f"follows {label}, named by the answer, to what the question still asks ({', '.join(uncovered)})"
+        reach = _Reached(node_id, 2, [source.node_id, concept, node_id], ["mentions", "mentions"], ["out", "in"],
+                         ["the answer names it", reason], 0.0, None, 1.0, 2)
+        return item, reach
+    return None
 
 
 def _inside(span: dict[str, Any], item: Evidence) -> bool:

@@ -118,6 +118,8 @@ class Synthesis:
     missing: list[str]
     warnings: list[str] = field(default_factory=list)
     tokens: int = 0
+    missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
+    question_words: list[str] = field(default_factory=list)
 
 
 class Synthesizer(Protocol):
@@ -217,7 +219,9 @@ def extractive(
         })
     answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
     confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
-    return Synthesis(answer, False, confidence, claims, coverage, missing)
+    uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
+    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered,
+                     question_words=question.split())
 
 
 def synthesize(
