@@ -35,6 +35,7 @@ from tortus_pg.trace import store_trace
 
 SEEDS = 20  # hybrid hits considered
 WALK_SEEDS = 5  # of which the walk starts from the best
+FUSE_SEEDS = 2  # definitions reached from these seeds are fused with the search ranking
 RRF_K = 60
 BASE_RADIUS = math.pi / 2  # radians on the torus, before the density adjustment (0.5x to 2x)
 MAX_EVIDENCE = 50
@@ -252,16 +253,20 @@ def _texts(ids: Sequence[int], info: dict[int, _Chunk]) -> list[str]:
 
 
 def _rank(
-    hits: Sequence[Hit], reached: Sequence[_Reached], info: dict[int, _Chunk], scorer: Scorer
+    hits: Sequence[Hit], reached: Sequence[_Reached], info: dict[int, _Chunk], scorer: Scorer,
+    named: Sequence[int] = (),
 ) -> tuple[list[int], dict[int, float]]:
-    """The search ranking fused (RRF) with the chunks the walk reached through a `defines` edge,
-    ranked by the scorer; the other reached chunks follow, also by the scorer.
+    """The search ranking fused (RRF) with the chunks the walk reached through a `defines` edge
+    from the FUSE_SEEDS best seeds or a concept the question names, ranked by the scorer; the
+    other reached chunks follow, also by the scorer.
 
-    A chunk that defines a concept the seeds (or the question) mention is the walk's strong
+    A chunk that defines a concept the best seeds (or the question) mention is the walk's strong
     evidence: the document about the bridge entity, the clause a passage cites. Chunks that
     merely mention the same concepts are many and weakly related; fused as a list of their own
-    they displaced better search hits in every evaluation set, so they only extend the ranking.
+    they displaced better search hits in every evaluation set, so they only extend the ranking,
+    as do definitions reached from lower seeds, which are more often off the question's topic.
     """
+    roots = {h.node_id for h in hits[:FUSE_SEEDS]} | set(named)
     walked: dict[int, float] = {}
     defining: set[int] = set()
     for r in reached:
@@ -273,7 +278,7 @@ def _rank(
             similarity=chunk.similarity, path_strength=r.strength, hops=r.hop, min_confidence=r.min_confidence,
             evidence_spans=r.spans, defined=defined, age_days=chunk.age_days, torus_distance=r.torus_distance,
         ))
-        if defined:
+        if defined and r.path[0] in roots:
             defining.add(r.node_id)
     by_score = sorted(walked, key=lambda n: (-walked[n], n))
     fused = _rrf([[h.node_id for h in hits], [n for n in by_score if n in defining]])
@@ -363,7 +368,7 @@ def _plan(
             notes.append("the walk found too little within the torus radius and was widened")
     candidates = [*seed_ids, *(r.node_id for r in reached)]
     info: dict[int, _Chunk] = clock.attempt("candidates", lambda: _chunk_info(conn, candidates, vector), {})
-    ranking, scores = _rank(hits, reached, info, scorer)
+    ranking, scores = _rank(hits, reached, info, scorer, named)
     coverage = clock.attempt("coverage", lambda: coverage_of(conn, question, _texts(ranking[:k], info), ts_config),
                              1.0)
     if (coverage < LOW_COVERAGE and not portals and policy.portal_preference == "auto" and not policy.local_only):
@@ -375,7 +380,7 @@ def _plan(
             reached, pruned = again
             info = {**info, **clock.attempt("candidates", lambda: _chunk_info(
                 conn, [r.node_id for r in reached if r.node_id not in info], vector), {})}
-            ranking, scores = _rank(hits, reached, info, scorer)
+            ranking, scores = _rank(hits, reached, info, scorer, named)
 
     evidence, tokens = _select(ranking, info, hits, scores, k, policy.max_tokens)
 
