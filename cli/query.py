@@ -119,8 +119,11 @@ def _render(result: Answer, explain: bool) -> None:
     tree = Tree(f"[bold]{result.question}[/]")
     nodes: dict[object, Tree] = {}
     for hop in result.path:
-        parent = tree if hop["edge_type"] == "search" else nodes.get(hop.get("from_id"), tree)
-        branch = parent.add(f"[cyan]{hop['edge_type']}[/] → {hop['to']}  [dim]{hop.get('reason') or ''}[/]")
+        parent = tree if hop["edge_type"] == "search" else nodes.get(hop.get("from_id"))
+        start = "" if parent is not None else f"{hop['from']} "  # a concept the question names
+        branch = (parent or tree).add(
+            f"{start}[cyan]{hop['edge_type']}[/] → {hop['to']}  [dim]{hop.get('reason') or ''}[/]"
+        )
         for item in hop["evidence"][:1]:
             branch.add(f"[green]“{_quote(item['text'])}”[/] [dim]{item['uri']}[/]")
         nodes[hop.get("to_id")] = branch
