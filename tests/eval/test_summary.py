@@ -8,7 +8,7 @@ from tortus_pg.eval.strategies import StrategyResult
 from tortus_pg.eval.summary import EvalRun, Result, document, question_metrics, summarize
 
 QUESTIONS = (
-    Question("a", "Who owns Key Vault?", {"kv.md": 1.0}, "Platform Team", (), "single-hop"),
+    Question("a", "Who owns Key Vault?", {"kv.md": 1.0}, "Platform Team", ("a",), "single-hop"),
     Question("b", "Who owns Ledger?", {"ledger.md": 1.0}, "Core Ledger Team", (), "single-hop"),
     Question("n1", "Weather in Lisbon?", {}, None, (), "negative"),
     Question("n2", "Which stocks to buy?", {}, None, (), "negative"),
@@ -19,8 +19,10 @@ def run_with(answers: dict[str, bool]) -> EvalRun:
     """An engine that withholds per `answers` and a search strategy that cannot withhold."""
     results = []
     for q in QUESTIONS:
-        engine = StrategyResult(list(q.gold), withheld=answers[q.id])
-        results.append(Result(q.id, "engine", question_metrics(engine, q.gold, negative=q.is_negative), [], 5.0))
+        said = None if answers[q.id] else f"It is {q.id}."
+        engine = StrategyResult(list(q.gold), withheld=answers[q.id], answer=said)
+        metrics = question_metrics(engine, q.gold, negative=q.is_negative, expected=(q.answer, *q.aliases))
+        results.append(Result(q.id, "engine", metrics, [], 5.0))
         search = StrategyResult(list(q.gold))
         results.append(Result(q.id, "search", question_metrics(search, q.gold, negative=q.is_negative), [], 1.0))
     dataset = Dataset("t", "golden", None, QUESTIONS)
@@ -30,8 +32,9 @@ def run_with(answers: dict[str, bool]) -> EvalRun:
 def test_abstention_counts_withheld_negatives_and_wrong_refusals() -> None:
     summary = summarize(run_with({"a": False, "b": True, "n1": True, "n2": False}))
     engine = summary["strategies"]["engine"]["abstention"]
+    # "a" is answered with its alias, "b" is withheld: one answer match of two answerable questions.
     assert engine == {"accuracy_on_negatives": 0.5, "negatives": 2, "answered_when_answerable": 0.5,
-                      "wrong_abstention": 1}
+                      "wrong_abstention": 1, "answer_match": 0.5}
     assert "abstention" not in summary["strategies"]["search"]
 
 
@@ -39,4 +42,4 @@ def test_the_report_has_an_abstention_table(tmp_path: Path) -> None:
     run = run_with({"a": False, "b": False, "n1": True, "n2": True})
     run.status = "done"
     text = render(document(run), tmp_path).read_text()
-    assert "## Abstention" in text and "| engine | 1.000 | 2 | 1.000 | 0 |" in text
+    assert "## Abstention and answers" in text and "| engine | 1.000 | 2 | 1.000 | 0 | 0.500 |" in text

@@ -87,7 +87,7 @@ class Tortus(Hybrid):
         }
         seeds = source_ids(conn, [s["node_id"] for s in d.get("seeds", [])], prefix)
         return StrategyResult(source_ids(conn, result.ranking, prefix)[:k], diagnostics, seed_ids=seeds,
-                              withheld=result.withheld)
+                              withheld=result.withheld, answer=result.answer)
 
     def prepared_layout(self, conn: psycopg.Connection) -> str | None:
         """The layout to walk with, stored for this snapshot on first use."""

@@ -80,9 +80,10 @@ def _abstention(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> lis
     if not answering:
         return ["Abstention is not scored: no strategy in this run answers (or withholds) questions.", ""]
     rows = [[n, _f(a["accuracy_on_negatives"]), str(a["negatives"]), _f(a["answered_when_answerable"]),
-             str(a["wrong_abstention"])] for n, a in answering.items()]
-    lines = ["## Abstention", "", *_table(
-        ["strategy", "negatives withheld", "negatives", "answerable answered", "wrong abstentions"], rows)]
+             str(a["wrong_abstention"]), _f(a.get("answer_match"))] for n, a in answering.items()]
+    lines = ["## Abstention and answers", "", *_table(
+        ["strategy", "negatives withheld", "negatives", "answerable answered", "wrong abstentions", "answer match"],
+        rows)]
     return [*lines, "", *(f"- {c.replace('_', ' ')}: {t}" for c, t in summary["taxonomy"]["abstention"].items()), ""]
 
 

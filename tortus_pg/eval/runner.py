@@ -188,7 +188,8 @@ def _ask(conn: psycopg.Connection, strategy: Strategy, question: Question, k: in
     except StrategyFailed as exc:
         out, error = StrategyResult([]), str(exc)
     latency_ms = (time.perf_counter() - start) * 1000
-    metrics: dict[str, Any] = question_metrics(out, question.gold, negative=question.is_negative)
+    metrics: dict[str, Any] = question_metrics(out, question.gold, negative=question.is_negative,
+                                               expected=(question.answer, *question.aliases))
     if error is not None:
         metrics["error"] = error
     return Result(question.id, strategy.name, metrics, out.ranked_ids, latency_ms)

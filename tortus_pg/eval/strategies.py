@@ -55,6 +55,7 @@ class StrategyResult:
     diagnostics: dict[str, float] = field(default_factory=dict)
     seed_ids: list[str] | None = None
     withheld: bool | None = None  # strategies that answer: whether they withheld the answer
+    answer: str | None = None
 
 
 @dataclass(frozen=True)

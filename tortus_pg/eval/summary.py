@@ -37,6 +37,7 @@ TAXONOMY = {
 ABSTENTION = {
     "wrong_abstention": "an answerable question was withheld (strategies that answer only)",
     "accuracy_on_negatives": "share of the unanswerable (negative) questions withheld",
+    "answer_match": "share of the answerable questions whose answer contains the expected answer or an alias",
 }
 
 
@@ -66,10 +67,12 @@ class EvalRun:
 
 
 def question_metrics(
-    out: StrategyResult, gold: Mapping[str, float], *, negative: bool = False
+    out: StrategyResult, gold: Mapping[str, float], *, negative: bool = False,
+    expected: Sequence[str | None] = (),
 ) -> dict[str, float | None]:
     """Retrieval metrics of one answer (None for a negative question), the recall@5 of its seed
-    stage, whether it abstained correctly (strategies that answer), and the diagnostics."""
+    stage, whether it abstained correctly and whether its answer contains the expected answer
+    or an alias (strategies that answer), and the diagnostics."""
     ranked = out.ranked_ids
     metrics: dict[str, float | None] = {f"recall@{c}": recall_at_k(ranked, gold, c) for c in (2, 5, 10)}
     metrics["ndcg@10"] = ndcg_at_k(ranked, gold, 10)
@@ -81,6 +84,10 @@ def question_metrics(
     if out.withheld is not None:
         metrics["withheld"] = float(out.withheld)
         metrics["abstention_correct"] = float(abstention_correct(negative, out.withheld))
+        wanted = [e.casefold() for e in expected if e]
+        if wanted:
+            text = (out.answer or "").casefold()
+            metrics["answer_match"] = float(not out.withheld and any(w in text for w in wanted))
     return {**metrics, **out.diagnostics}
 
 
@@ -147,6 +154,7 @@ def _strategy(rows: list[Result], questions: Mapping[str, Question], k: int) -> 
             "negatives": len(negatives),
             "answered_when_answerable": _mean([1.0 - float(r.metrics["withheld"]) for r in answerable]),
             "wrong_abstention": sum(1 for r in answerable if r.metrics["withheld"] == 1.0),
+            "answer_match": _mean(_values(answerable, "answer_match")),
         }
     return entry
 
