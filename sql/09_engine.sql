@@ -12,10 +12,16 @@ language sql stable
 set search_path = pg_catalog
 as $$
     with placed_chunks as (
+        -- The live coordinates are read directly; the layout lookup only for ablations.
+        select n.node_id, n.theta, n.phi
+        from tortus.node n
+        where layout is null and n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and n.theta is not null
+        union all
         select n.node_id, c.theta, c.phi
         from tortus.node n
         cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
-        where n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and c.theta is not null
+        where layout is not null and n.tenant_id = tortus.current_tenant() and n.kind = 'chunk'
+          and c.theta is not null
     ), s as (
         select n.node_id, c.theta, c.phi
         from tortus.node n

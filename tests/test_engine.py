@@ -175,7 +175,7 @@ def test_one_hop_walks_start_at_the_seeds(ask: Ask) -> None:
     # With max_hops 1 every walk edge leaves a node the walk starts from: a search seed or a
     # concept the question names. The default policy reaches further on the same question.
     assert ask(CLAUSE).budget["hops"]["used"] == 2
-    a = ask(CLAUSE, policy=TraversalPolicy(max_hops=1))
+    a = ask(CLAUSE, policy=TraversalPolicy(max_hops=1, explain=True))  # explain: every evidence path
     starts = {s["node_id"] for s in a.diagnostics["seeds"][:WALK_SEEDS]} | set(a.diagnostics["named_concepts"])
     assert walk_hops(a) and all(h["from_id"] in starts for h in walk_hops(a))
     assert a.budget["hops"] == {"limit": 1, "used": 1}

@@ -183,7 +183,15 @@ join tortus.evidence_span sp on sp.tenant_id = n.tenant_id and sp.node_id = n.no
 join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
 """
 
-_HOPS = "select * from tortus.path_hops(%s::bigint[], %s::text[], %s::text[])"
+_ALL_HOPS = """
+select p.i, h.* from jsonb_to_recordset(%s) as p(i integer, path bigint[], types text[], dirs text[])
+cross join lateral tortus.path_hops(p.path, p.types, p.dirs) h
+order by p.i, h.hop
+"""
+_PORTALS_FROM = """
+select count(*) from (select 1 from tortus.portal p
+                      where p.tenant_id = tortus.current_tenant() and p.src = any(%s::bigint[]) limit 1) x
+"""
 _SUBGRAPHS = """
 select count(distinct m.subgraph) from tortus.membership m
 where m.tenant_id = tortus.current_tenant() and m.node_id = any(%s::bigint[])
@@ -371,7 +379,12 @@ def _plan(
     ranking, scores = _rank(hits, reached, info, scorer, named)
     coverage = clock.attempt("coverage", lambda: coverage_of(conn, question, _texts(ranking[:k], info), ts_config),
                              1.0)
-    if (coverage < LOW_COVERAGE and not portals and policy.portal_preference == "auto" and not policy.local_only):
+    low = coverage < LOW_COVERAGE and not portals and policy.portal_preference == "auto" and not policy.local_only
+    if low and not clock.attempt("portals_near", lambda: _count(conn, _PORTALS_FROM, [
+            [*walk_seeds, *(r.node_id for r in reached)]]) > 0, False):
+        portal_decisions.append({"stage": "portal_walk", "allowed": False,
+                                 "why": f"coverage {coverage:.2f} is low, but no portal leaves the nodes reached"})
+    elif low:
         walk_policy = {**walk_policy, "max_portal_hops": 1}
         again = clock.attempt("portal_walk", lambda: _walk(conn, walk_seeds + named, vector, walk_policy), None)
         portal_decisions.append({"stage": "portal_walk", "allowed": True,
@@ -385,7 +398,6 @@ def _plan(
     evidence, tokens = _select(ranking, info, hits, scores, k, policy.max_tokens)
 
     by_node = {r.node_id: r for r in reached}
-    path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, evidence, hits, by_node), [])
     chosen = [e.node_id for e in evidence]
     contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, chosen), [])
     names = _labels(conn, named)
@@ -401,13 +413,18 @@ def _plan(
             evidence.append(item)
             tokens += len(item.text.split())
             by_node[item.node_id] = reach
-            path += clock.attempt("paths", lambda: _paths(conn, [item], hits, by_node), [])
             synthesis = clock.attempt(
                 "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node),
                                                 ts_config=ts_config, synthesizer=synthesizer, names=names), synthesis)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
-    cited = [evidence[c["evidence"]] for c in synthesis.claims if c.get("evidence") is not None]
+    cited = list({c["evidence"]: evidence[c["evidence"]] for c in synthesis.claims
+                  if c.get("evidence") is not None}.values())
+    # The path behind the answer: the evidence its claims cite (all evidence with `explain`, the
+    # two best items when nothing is cited).
+    shown = evidence if policy.explain or not cited else cited
+    path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, shown or evidence[:2], hits, by_node),
+                                               [])
     disputed = [c for c in contradictions if any(_inside(c["evidence"], e) for e in cited)]
     if disputed and synthesis.answer is not None:
         synthesis.answer += " Note: the sources disagree: " + "; ".join(c["statement"] for c in disputed)
@@ -529,6 +546,13 @@ def _paths(
     seeds = {h.node_id: h for h in hits}
     out: list[dict[str, Any]] = []
     seen: set[tuple[int, int, str]] = set()
+    walked = [r for e in evidence if (r := reached.get(e.node_id)) is not None and r.edge_types]
+    hops: dict[int, list[tuple[Any, ...]]] = {}
+    if walked:  # one statement for all paths: each call of the SQL function is planned anew
+        for ordinal, *row in conn.execute(_ALL_HOPS, [Jsonb([
+            {"i": i, "path": r.path, "types": r.edge_types, "dirs": r.directions} for i, r in enumerate(walked)
+        ])]).fetchall():
+            hops.setdefault(walked[ordinal].node_id, []).append(tuple(row))
     for e in evidence:
         r = reached.get(e.node_id)
         start = r.path[0] if r is not None and r.path else e.node_id
@@ -544,8 +568,7 @@ def _paths(
             })
         if r is None or not r.edge_types:
             continue
-        rows = conn.execute(_HOPS, [r.path, r.edge_types, r.directions]).fetchall()
-        for hop, src, src_label, dst, dst_label, edge_type, weight, items in rows:
+        for hop, src, src_label, dst, dst_label, edge_type, weight, items in hops.get(e.node_id, []):
             if (src, dst, edge_type) in seen:
                 continue
             seen.add((src, dst, edge_type))
