@@ -73,8 +73,12 @@ as $$
     )
     select x.hop, x.a, na.label, x.b, nb.label, x.t, x.weight, coalesce(ev.items, '[]')
     from edges x
-    join tortus.node na on na.tenant_id = tortus.current_tenant() and na.node_id = x.a
-    join tortus.node nb on nb.tenant_id = tortus.current_tenant() and nb.node_id = x.b
+    -- Lateral lookups by primary key: as joins, the planner may scan all nodes to merge-join a
+    -- handful of hops.
+    cross join lateral (select n.label from tortus.node n
+                        where n.tenant_id = tortus.current_tenant() and n.node_id = x.a limit 1) na
+    cross join lateral (select n.label, n.kind from tortus.node n
+                        where n.tenant_id = tortus.current_tenant() and n.node_id = x.b limit 1) nb
     cross join lateral (
         -- The edge's own spans; for hops without any (reading order, portals) the span of the
         -- chunk the hop arrives at, or leaves from when it arrives at a concept.
