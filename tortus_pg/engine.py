@@ -28,7 +28,7 @@ from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.types import Document
 from tortus_pg.policy import TraversalPolicy
-from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit, embed_query, search
+from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit, embed_query, rrf, search
 from tortus_pg.scoring import Features, Scorer, default_score
 from tortus_pg.synth import Synthesis, Synthesizer, coverage_of, synthesize
 from tortus_pg.trace import store_trace
@@ -36,7 +36,6 @@ from tortus_pg.trace import store_trace
 SEEDS = 20  # hybrid hits considered
 WALK_SEEDS = 5  # of which the walk starts from the best
 FUSE_SEEDS = 2  # definitions reached from these seeds are fused with the search ranking
-RRF_K = 60
 BASE_RADIUS = math.pi / 2  # radians on the torus, before the density adjustment (0.5x to 2x)
 MAX_EVIDENCE = 50
 SHARDS = 8  # torus cells a distributed deployment would place on separate nodes
@@ -289,17 +288,8 @@ def _rank(
         if defined and r.path[0] in roots:
             defining.add(r.node_id)
     by_score = sorted(walked, key=lambda n: (-walked[n], n))
-    fused = _rrf([[h.node_id for h in hits], [n for n in by_score if n in defining]])
+    fused = rrf([[h.node_id for h in hits], [n for n in by_score if n in defining]])
     return list(dict.fromkeys([*fused, *by_score])), walked
-
-
-def _rrf(rankings: Sequence[Sequence[int]]) -> list[int]:
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, node in enumerate(dict.fromkeys(ranking), 1):
-            scores[node] = scores.get(node, 0.0) + 1.0 / (RRF_K + rank)
-    first = {n: i for i, n in enumerate(dict.fromkeys(n for r in rankings for n in r))}
-    return sorted(scores, key=lambda n: (-scores[n], first[n]))
 
 
 def answer(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import psycopg
@@ -16,6 +17,8 @@ Mode = Literal["keyword", "vector", "hybrid"]
 MODES: tuple[Mode, ...] = ("keyword", "vector", "hybrid")
 MAX_K = 1000
 MAX_QUERY_CHARS = 10_000
+RRF_K = 60
+_H = TypeVar("_H", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -92,3 +95,14 @@ def embed_query(embedder: Embedder | None, query: str, purpose: str = "this sear
     if embedder is None:
         raise InvalidInput(f"{purpose} needs an embedder")
     return np.asarray(embedder.embed([query])[0], dtype=np.float32)
+
+
+def rrf(rankings: Sequence[Sequence[_H]], k: int = RRF_K) -> list[_H]:
+    """Reciprocal-rank fusion of ranked lists in Python (the SQL side is `tortus.rrf`): sum of
+    1 / (k + rank); ties keep the order of first appearance."""
+    scores: dict[_H, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(dict.fromkeys(ranking), 1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    order = {item: i for i, item in enumerate(dict.fromkeys(x for r in rankings for x in r))}
+    return sorted(scores, key=lambda x: (-scores[x], order[x]))

@@ -29,11 +29,10 @@ import psycopg
 
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
-from tortus_pg.retrieve import MAX_K, Hit, Mode, search
+from tortus_pg.retrieve import MAX_K, Hit, Mode, rrf, search
 
 # Passages can have several chunks: ask for more chunks than ids so k distinct ids remain.
 OVERFETCH = 5
-RRF_K = 60
 EXTERNAL_CMD_ENV = "TORTUS_EVAL_EXTERNAL_CMD"
 
 
@@ -144,16 +143,6 @@ def first_hits(hits: Iterable[Hit], prefix: str) -> dict[str, Hit]:
         if h.uri.startswith(prefix):
             found.setdefault(h.uri[len(prefix) :], h)
     return found
-
-
-def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
-    """Reciprocal-rank fusion: sum of 1 / (k + rank); ties keep the order of first appearance."""
-    scores: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, doc in enumerate(dict.fromkeys(ranking), 1):
-            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
-    order = {doc: i for i, doc in enumerate(dict.fromkeys(d for r in rankings for d in r))}
-    return sorted(scores, key=lambda d: (-scores[d], order[d]))
 
 
 class _Search:
