@@ -30,7 +30,7 @@ from tortus_pg.ingest.types import Document
 from tortus_pg.policy import TraversalPolicy
 from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit, embed_query, rrf, search
 from tortus_pg.scoring import Features, Scorer, default_score
-from tortus_pg.synth import Synthesis, Synthesizer, coverage_of, synthesize
+from tortus_pg.synth import Synthesis, Synthesizer, coverage_of, question_terms, synthesize
 from tortus_pg.trace import store_trace
 
 SEEDS = 20  # hybrid hits considered
@@ -367,8 +367,10 @@ def _plan(
     candidates = [*seed_ids, *(r.node_id for r in reached)]
     info: dict[int, _Chunk] = clock.attempt("candidates", lambda: _chunk_info(conn, candidates, vector), {})
     ranking, scores = _rank(hits, reached, info, scorer, named)
-    coverage = clock.attempt("coverage", lambda: coverage_of(conn, question, _texts(ranking[:k], info), ts_config),
-                             1.0)
+    # The question's weighted terms, once: for the portal decision here and for synthesis.
+    terms = clock.attempt("terms", lambda: question_terms(conn, question, ts_config, _labels(conn, named)), None)
+    coverage = 1.0 if terms is None else clock.attempt(
+        "coverage", lambda: coverage_of(conn, terms, _texts(ranking[:k], info), ts_config), 1.0)
     low = coverage < LOW_COVERAGE and not portals and policy.portal_preference == "auto" and not policy.local_only
     if low and not clock.attempt("portals_near", lambda: _count(conn, _PORTALS_FROM, [
             [*walk_seeds, *(r.node_id for r in reached)]]) > 0, False):
@@ -390,14 +392,14 @@ def _plan(
     by_node = {r.node_id: r for r in reached}
     chosen = [e.node_id for e in evidence]
     contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, chosen), [])
-    names = _labels(conn, named)
-    synthesis = clock.attempt(
+    synthesis = None if terms is None else clock.attempt(
         "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node), ts_config=ts_config,
-                                        synthesizer=synthesizer, names=names), None)
+                                        synthesizer=synthesizer, terms=terms), None)
     if synthesis is not None and not synthesis.withheld and policy.max_hops >= 2:
         # The answer may stop at a bridge ("... caused by Key Vault"): follow it one hop.
+        first = synthesis
         bridge = clock.attempt("bridge", lambda: _follow_bridge(
-            conn, synthesis, evidence, info, tokens, policy.max_tokens, ts_config), None)
+            conn, question, first, evidence, info, vector, tokens, policy.max_tokens, ts_config), None)
         if bridge is not None:
             item, reach = bridge
             evidence.append(item)
@@ -405,7 +407,7 @@ def _plan(
             by_node[item.node_id] = reach
             synthesis = clock.attempt(
                 "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node),
-                                                ts_config=ts_config, synthesizer=synthesizer, names=names), synthesis)
+                                                ts_config=ts_config, synthesizer=synthesizer, terms=terms), synthesis)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
     cited = list({c["evidence"]: evidence[c["evidence"]] for c in synthesis.claims
@@ -636,8 +638,8 @@ limit 1
 
 
 def _follow_bridge(
-    conn: psycopg.Connection, synthesis: Synthesis, evidence: Sequence[Evidence], info: dict[int, _Chunk],
-    tokens: int, max_tokens: int, ts_config: str,
+    conn: psycopg.Connection, question: str, synthesis: Synthesis, evidence: Sequence[Evidence],
+    info: dict[int, _Chunk], vector: np.ndarray, tokens: int, max_tokens: int, ts_config: str,
 ) -> tuple[Evidence, _Reached] | None:
     """When the claims leave part of the question uncovered and the first claim names an entity
     the question does not (the bridge), the chunk that best matches the bridge and the uncovered
@@ -648,7 +650,7 @@ def _follow_bridge(
     first = synthesis.claims[0]
     source = evidence[first["evidence"]]
     offset = first["span"][0]
-    asked = " ".join(synthesis.question_words).casefold()
+    asked = " ".join(question.split()).casefold()
     bridges = [(c, label) for c, label in conn.execute(_BRIDGES, {
         "chunk": source.node_id, "start": offset, "end": first["span"][1]}).fetchall()
         if label.casefold() not in asked]
@@ -659,7 +661,7 @@ def _follow_bridge(
         if row is None:
             continue
         node_id = int(row[0])
-        chunk = info.get(node_id) or _chunk_info(conn, [node_id], np.zeros(1, dtype=np.float32)).get(node_id)
+        chunk = info.get(node_id) or _chunk_info(conn, [node_id], vector).get(node_id)
         if chunk is None or tokens + len(chunk.text.split()) > max_tokens:
             continue
         item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")

@@ -83,9 +83,8 @@ def lexemes(conn: psycopg.Connection, texts: Sequence[str], ts_config: str = "en
     return [set(r[0]) for r in conn.execute(_LEXEMES, {"texts": list(texts), "cfg": ts_config}).fetchall()]
 
 
-def coverage_of(conn: psycopg.Connection, question: str, texts: Sequence[str], ts_config: str = "english") -> float:
-    """Share of the question's weight that the texts contain together."""
-    terms = question_terms(conn, question, ts_config)
+def coverage_of(conn: psycopg.Connection, terms: Terms, texts: Sequence[str], ts_config: str = "english") -> float:
+    """Share of the question's weight (`question_terms`) that the texts contain together."""
     found = set().union(*lexemes(conn, texts, ts_config)) if texts else set()
     return terms.covered(found)
 
@@ -119,7 +118,6 @@ class Synthesis:
     warnings: list[str] = field(default_factory=list)
     tokens: int = 0
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
-    question_words: list[str] = field(default_factory=list)
 
 
 class Synthesizer(Protocol):
@@ -220,8 +218,7 @@ def extractive(
     answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
     confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
-    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered,
-                     question_words=question.split())
+    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered)
 
 
 def synthesize(
@@ -233,11 +230,12 @@ def synthesize(
     ts_config: str = "english",
     synthesizer: Synthesizer | None = None,
     names: Sequence[str] = (),
+    terms: Terms | None = None,
 ) -> Synthesis:
     """An answer from `evidence` alone (extractive unless another synthesizer is given); `chains`
     groups evidence that may answer together (default: all of it); `names` are what the question
-    is about, which the answering chain must mention."""
-    terms = question_terms(conn, question, ts_config, names)
+    is about, which the answering chain must mention; `terms` the question's, when already known."""
+    terms = terms or question_terms(conn, question, ts_config, names)
     groups = chains if chains is not None else [list(range(len(evidence)))]
     return (synthesizer or extractive)(conn, question, evidence, groups, terms, ts_config)
 
