@@ -3,7 +3,6 @@ checked against the evidence they cite (served by a local OpenAI-compatible serv
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -11,6 +10,7 @@ import pytest
 from openai_server import openai_server
 
 from tortus_pg.db import tenant_scope
+from tortus_pg.engine import Evidence
 from tortus_pg.llm import ChatClient
 from tortus_pg.synth import LLMSynthesizer, synthesize
 
@@ -18,19 +18,10 @@ CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated
 OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."
 
 
-@dataclass(frozen=True)
-class Item:
-    label: str
-    uri: str
-    start: int
-    end: int
-    page: int | None
-    text: str
-
-
 EVIDENCE = [
-    Item("Information Security Policy > clause 7.3.2", "security/policy.pdf", 100, 100 + len(CLAUSE), 2, CLAUSE),
-    Item("Key Vault > Ownership", "security/key-vault.md", 40, 40 + len(OWNER), None, OWNER),
+    Evidence(1, "Information Security Policy > clause 7.3.2", "security/policy.pdf", 100, 100 + len(CLAUSE), 2,
+             CLAUSE, 0.0, "seed"),
+    Evidence(2, "Key Vault > Ownership", "security/key-vault.md", 40, 40 + len(OWNER), None, OWNER, 0.0, "walk"),
 ]
 
 
