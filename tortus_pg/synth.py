@@ -116,7 +116,6 @@ class Synthesis:
     coverage: float
     missing: list[str]
     warnings: list[str] = field(default_factory=list)
-    tokens: int = 0
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
 
 
