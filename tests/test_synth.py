@@ -54,6 +54,26 @@ def test_a_missing_identifier_or_named_thing_withholds(db: psycopg.Connection) -
     assert unnamed.withheld and "Ledger Service" in unnamed.warnings[0]
 
 
+TABLE = "| Code | Meaning | Retry |\n|---|---|---|\n| E-2107 | Ledger write timed out | Yes, same key |"
+STORE = ("Feature Store computes and serves the features that models use. "
+         "Feature Store is owned by the Data Platform Team.")
+
+
+def test_table_rows_are_quoted_but_not_their_header(db: psycopg.Connection) -> None:
+    table = [Evidence(3, "Error codes > Ledger errors", "payments/error-codes.html", 0, len(TABLE), None, TABLE,
+                      0.0, "seed")]
+    out = synthesize(db, "What does the code E-2107 mean, and may it be retried?", table)
+    assert [c["text"] for c in out.claims] == ["| E-2107 | Ledger write timed out | Yes, same key |"]
+
+
+def test_evidence_about_the_subject_but_not_the_question_withholds(db: psycopg.Connection) -> None:
+    store = [Evidence(4, "Feature Store", "data/feature-store.md", 0, len(STORE), None, STORE, 0.0, "seed")]
+    cost = synthesize(db, "What does the Feature Store cost?", store, names=["Feature Store"])
+    assert cost.withheld and "not what it asks" in cost.warnings[0] and "cost" in cost.warnings[0]
+    owner = synthesize(db, "Which team owns the Feature Store?", store, names=["Feature Store"])
+    assert not owner.withheld and owner.answer is not None and "Data Platform Team" in owner.answer
+
+
 def test_llm_claims_are_checked_against_the_evidence_they_cite(db: psycopg.Connection) -> None:
     reply = llm_answer(
         ("Key Vault is owned by the Platform Team.", [2]),

@@ -36,6 +36,8 @@ from tortus_pg.trace import store_trace
 SEEDS = 20  # hybrid hits considered
 WALK_SEEDS = 5  # of which the walk starts from the best
 FUSE_SEEDS = 2  # definitions reached from these seeds are fused with the search ranking
+# The walk's bounds: edges followed per node, frontier kept per hop, nodes visited in all.
+FAN_OUT, BEAM_WIDTH, MAX_NODES = 20, 40, 300
 BASE_RADIUS = math.pi / 2  # radians on the torus, before the density adjustment (0.5x to 2x)
 MAX_EVIDENCE = 50
 SHARDS = 8  # torus cells a distributed deployment would place on separate nodes
@@ -214,7 +216,7 @@ class _Reached:
 def _walk_policy(policy: TraversalPolicy, radius: float | None, portals: int, layout: str | None) -> dict[str, Any]:
     return {
         "layout": layout,
-        "max_hops": policy.max_hops, "fan_out": 30, "beam_width": 60, "max_nodes": 600,
+        "max_hops": policy.max_hops, "fan_out": FAN_OUT, "beam_width": BEAM_WIDTH, "max_nodes": MAX_NODES,
         "max_portal_hops": 0 if policy.local_only else portals, "local_only": policy.local_only,
         "subgraphs": [policy.semantic_group] if policy.semantic_group else None, "torus_radius": radius,
         # Co-occurrence links are too many and too weak to walk; reading order stays.
@@ -392,22 +394,29 @@ def _plan(
     by_node = {r.node_id: r for r in reached}
     chosen = [e.node_id for e in evidence]
     contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, chosen), [])
+    links = clock.attempt("links", lambda: _definitions(conn, evidence), [])
     synthesis = None if terms is None else clock.attempt(
-        "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node), ts_config=ts_config,
-                                        synthesizer=synthesizer, terms=terms), None)
-    if synthesis is not None and not synthesis.withheld and policy.max_hops >= 2:
-        # The answer may stop at a bridge ("... caused by Key Vault"): follow it one hop.
-        first = synthesis
+        "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node, links),
+                                        ts_config=ts_config, synthesizer=synthesizer, terms=terms), None)
+    # The answer may stop at a bridge ("... caused by Key Vault"), or a withheld draft may name
+    # one: follow it to what the question still asks, while the hop budget allows.
+    for _ in range(policy.max_hops - 1):
+        if synthesis is None or not (synthesis.claims or synthesis.draft):
+            break
+        current = synthesis
         bridge = clock.attempt("bridge", lambda: _follow_bridge(
-            conn, question, first, evidence, info, vector, tokens, policy.max_tokens, ts_config), None)
-        if bridge is not None:
-            item, reach = bridge
-            evidence.append(item)
-            tokens += len(item.text.split())
-            by_node[item.node_id] = reach
-            synthesis = clock.attempt(
-                "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node),
-                                                ts_config=ts_config, synthesizer=synthesizer, terms=terms), synthesis)
+            conn, question, current, evidence, by_node, info, vector, tokens, policy, ts_config), None)
+        if bridge is None:
+            break
+        item, reach = bridge
+        evidence.append(item)
+        tokens += len(item.text.split())
+        by_node[item.node_id] = reach
+        ranking = _after(ranking, reach.path[0], item.node_id)
+        links = clock.attempt("links", lambda: _definitions(conn, evidence), links)
+        synthesis = clock.attempt(
+            "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node, links),
+                                            ts_config=ts_config, synthesizer=synthesizer, terms=terms), synthesis)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
     cited = list({c["evidence"]: evidence[c["evidence"]] for c in synthesis.claims
@@ -502,10 +511,27 @@ def _select(
     return chosen, used
 
 
-def _chains(evidence: Sequence[Evidence], reached: dict[int, _Reached]) -> list[list[int]]:
+_DEFINED_BY = """
+select m.src, d.src from tortus.edge m
+join tortus.edge d on d.tenant_id = m.tenant_id and d.dst = m.dst and d.type = 'defines'
+where m.tenant_id = tortus.current_tenant() and m.type = 'mentions'
+  and m.src = any(%(ids)s::bigint[]) and d.src = any(%(ids)s::bigint[]) and d.src <> m.src
+"""
+
+
+def _definitions(conn: psycopg.Connection, evidence: Sequence[Evidence]) -> list[tuple[int, int]]:
+    """(mentioning chunk, defining chunk) pairs among the evidence: a chunk that names a concept
+    and the chunk that defines it (the document about it, the clause it cites)."""
+    return conn.execute(_DEFINED_BY, {"ids": [e.node_id for e in evidence]}).fetchall()
+
+
+def _chains(
+    evidence: Sequence[Evidence], reached: dict[int, _Reached], links: Sequence[tuple[int, int]] = ()
+) -> list[list[int]]:
     """Evidence grouped into chains that can answer together: a chunk with the chunks the walk
-    reached from it, and chunks of one document. An answer must come from one chain, so two
-    unrelated chunks cannot be stitched into an answer neither supports."""
+    reached from it, chunks of one document, and a chunk with the chunk defining what it names
+    (`links`). An answer must come from one chain, so two unrelated chunks cannot be stitched
+    into an answer neither supports."""
     parent = list(range(len(evidence)))
 
     def find(i: int) -> int:
@@ -520,6 +546,7 @@ def _chains(evidence: Sequence[Evidence], reached: dict[int, _Reached]) -> list[
         keys: list[object] = [("node", e.node_id), ("uri", e.uri)]
         if r is not None and r.path:
             keys.append(("node", r.path[0]))
+        keys += [("link", n) for n, (a, b) in enumerate(links) if e.node_id in (a, b)]
         for key in keys:
             if key in owner:
                 parent[find(i)] = find(owner[key])
@@ -608,13 +635,18 @@ limit 5
 """
 
 
+# Entities a chunk mentions that the question does not name, those inside the claim first,
+# then by distance from it.
 _BRIDGES = """
-select distinct c.node_id, c.label
+select c.node_id, c.label
 from tortus.edge e
 join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
 join tortus.node c on c.tenant_id = e.tenant_id and c.node_id = e.dst
 where e.tenant_id = tortus.current_tenant() and e.type = 'mentions' and e.src = %(chunk)s
-  and sp.start_char >= %(start)s and sp.end_char <= %(end)s and c.kind <> 'concept'
+  and c.kind <> 'concept' and c.node_id <> all(%(named)s::bigint[])
+group by c.node_id, c.label
+order by min(greatest(%(start)s - sp.end_char, sp.start_char - %(end)s, 0)), c.node_id
+limit %(limit)s
 """
 
 # Chunks with the uncovered terms that mention the bridge; those of the bridge's own document
@@ -635,41 +667,64 @@ where b.node_id <> all(%(exclude)s::bigint[])
 order by o.own_document desc, b.rank
 limit 1
 """
+BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
 
 
 def _follow_bridge(
     conn: psycopg.Connection, question: str, synthesis: Synthesis, evidence: Sequence[Evidence],
-    info: dict[int, _Chunk], vector: np.ndarray, tokens: int, max_tokens: int, ts_config: str,
+    reached: dict[int, _Reached], info: dict[int, _Chunk], vector: np.ndarray, tokens: int,
+    policy: TraversalPolicy, ts_config: str,
 ) -> tuple[Evidence, _Reached] | None:
-    """When the claims leave part of the question uncovered and the first claim names an entity
-    the question does not (the bridge), the chunk that best matches the bridge and the uncovered
-    terms among those mentioning the bridge: a second hop, chunk -> entity -> chunk."""
+    """When the claims (or the draft of a withheld answer) leave part of the question uncovered
+    and name an entity the question does not (the bridge), the chunk that best matches the
+    uncovered terms among those mentioning the bridge: a hop chunk -> entity -> chunk, taken
+    only while the path stays within `max_hops`."""
     uncovered = [t for t in synthesis.missing_from_claims if t]
-    if not uncovered or not synthesis.claims:
+    claims = synthesis.claims or synthesis.draft
+    if not uncovered:
         return None
-    first = synthesis.claims[0]
-    source = evidence[first["evidence"]]
-    offset = first["span"][0]
-    asked = " ".join(question.split()).casefold()
-    bridges = [(c, label) for c, label in conn.execute(_BRIDGES, {
-        "chunk": source.node_id, "start": offset, "end": first["span"][1]}).fetchall()
-        if label.casefold() not in asked]
+    named = question_concepts(conn, question)
     exclude = [e.node_id for e in evidence]
-    for concept, label in bridges:
-        row = conn.execute(_FOLLOW, {"q": " ".join(uncovered), "cfg": ts_config, "exclude": exclude,
-                                     "concept": concept}).fetchone()
-        if row is None:
+    tried: set[int] = set()
+    for claim in claims:
+        source = evidence[claim["evidence"]]
+        before = reached.get(source.node_id)
+        base = before.path if before is not None and before.path else [source.node_id]
+        if len(base) - 1 + 2 > policy.max_hops:
             continue
-        node_id = int(row[0])
-        chunk = info.get(node_id) or _chunk_info(conn, [node_id], vector).get(node_id)
-        if chunk is None or tokens + len(chunk.text.split()) > max_tokens:
-            continue
-        item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
-        reason = f"follows {label}, named by the answer, to what the question still asks ({', '.join(uncovered)})"
-        reach = _Reached(node_id, 2, [source.node_id, concept, node_id], ["mentions", "mentions"], ["out", "in"],
-                         ["the answer names it", reason], 0.0, None, 1.0, 2)
-        return item, reach
+        bridges = conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
+                                          "end": claim["span"][1], "named": named,
+                                          "limit": BRIDGES_PER_CLAIM}).fetchall()
+        for concept, label in bridges:
+            if concept in tried:
+                continue
+            tried.add(concept)
+            row = conn.execute(_FOLLOW, {"q": " ".join(uncovered), "cfg": ts_config, "exclude": exclude,
+                                         "concept": concept}).fetchone()
+            if row is None:
+                continue
+            node_id = int(row[0])
+            chunk = info.get(node_id) or _chunk_info(conn, [node_id], vector).get(node_id)
+            if chunk is None or tokens + len(chunk.text.split()) > policy.max_tokens:
+                continue
+            item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0,
+                            "walk")
+            reason = f"follows {label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
+            reach = _Reached(
+                node_id, len(base) + 1, [*base, concept, node_id],
+                [*(before.edge_types if before else []), "mentions", "mentions"],
+                [*(before.directions if before else []), "out", "in"],
+                [*(before.reasons if before else []), "the evidence names it", reason], 0.0, None, 1.0, 2)
+            return item, reach
     return None
+
+
+def _after(ranking: Sequence[int], anchor: int, node_id: int) -> list[int]:
+    """The ranking with `node_id` moved to just after `anchor` (a bridge's chunk after the chunk
+    it was followed from)."""
+    rest = [n for n in ranking if n != node_id]
+    at = rest.index(anchor) + 1 if anchor in rest else len(rest)
+    return [*rest[:at], node_id, *rest[at:]]
 
 
 def _inside(span: dict[str, Any], item: Evidence) -> bool:

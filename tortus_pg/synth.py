@@ -11,6 +11,7 @@ writes the answer instead; its claims are checked against the evidence they cite
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,10 +22,12 @@ from tortus_pg.ingest.chunking import sentence_spans
 
 _PUNCTUATION = "\"'()[]{}<>,;:!?."
 SUPPORTED = 0.5  # share of the question's weight the evidence must cover
+ASKED_SUPPORT = 1 / 3  # share of the weight of what the question asks about its subject that claims must cover
 MAX_CLAIMS = 3
 # Words that frame a question rather than say what it is about.
 FRAME_WORDS = frozenset(
-    ["say", "mean", "tell", "describ", "explain", "requir", "indic", "happen", "know", "call", "name", "doe", "like"]
+    ["say", "mean", "tell", "describ", "explain", "requir", "indic", "happen", "know", "call", "name", "doe", "like",
+     "whose"]
 )
 
 _TERMS = """
@@ -117,6 +120,7 @@ class Synthesis:
     missing: list[str]
     warnings: list[str] = field(default_factory=list)
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
+    draft: list[dict[str, Any]] = field(default_factory=list)  # claims of an answer withheld for low coverage
 
 
 class Synthesizer(Protocol):
@@ -126,14 +130,19 @@ class Synthesizer(Protocol):
     ) -> Synthesis: ...
 
 
+_TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}")
+
+
 def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
     """(evidence index, start, end, text) of the sentences worth quoting: not headings, not
-    fragments of fewer than four words."""
+    table header rows (they state nothing), not fragments of fewer than four words."""
     out = []
     for i, item in enumerate(evidence):
         for start, end in sentence_spans(item.text):
             text = item.text[start:end]
             if text.lstrip().startswith("#") or len(text.split()) < 4:
+                continue
+            if text.startswith("|") and _TABLE_RULE.match(item.text, item.text.find("\n", end) + 1 or len(item.text)):
                 continue
             out.append((i, start, end, " ".join(text.split())))
     return out
@@ -151,22 +160,50 @@ def _refusal(terms: Terms, found: set[str], coverage: float) -> str | None:
     return None
 
 
+def _keyed(conn: psycopg.Connection, sentences: Sequence[str], terms: Terms, ts_config: str) -> list[bool]:
+    """Whether each sentence opens with an identifier or a name of the question: its subject
+    ("E-2107 | Ledger write timed out", "Checkout Gateway is owned by ..."), which makes it the
+    statement about that thing rather than one mentioning it on the way."""
+    subject = set(terms.identifiers).union(*terms.names.values())
+    if not subject:
+        return [False] * len(sentences)
+    openings = [" ".join(s.lstrip("|-*# ").split()[:3]) for s in sentences]
+    return [bool(found & subject) for found in lexemes(conn, openings, ts_config)]
+
+
+def _unasked(terms: Terms, said: set[str]) -> str | None:
+    """Why the quoted sentences do not answer, when they are about what the question names (its
+    identifiers and named things) but say too little of what it asks about them ("how much does
+    the Feature Store cost" answered by sentences about the Feature Store)."""
+    subject = set(terms.identifiers).union(*terms.names.values())
+    asked = {t: w for t, w in terms.weights.items() if t not in subject}
+    total = sum(asked.values())
+    if not subject or not total or sum(w for t, w in asked.items() if t in said) >= ASKED_SUPPORT * total:
+        return None
+    wanted = sorted((t for t in asked if t not in said), key=lambda t: -asked[t])
+    return f"the evidence is about what the question names but not what it asks ({', '.join(wanted[:4])})"
+
+
 def best_chain(
     conn: psycopg.Connection, evidence: Sequence[Source], chains: Sequence[Sequence[int]], terms: Terms,
     ts_config: str = "english",
 ) -> tuple[list[int], float, set[str]]:
     """The chain of evidence that answers best: first the one naming most of what the question
-    requires (its identifiers and named things), then the one covering most of its weight.
+    requires (its identifiers and named things), then the one covering most of its weight, then
+    one with a sentence about the question's subject (`_keyed`).
     Returns the chain's indices, coverage and lexemes (of texts and their heading paths)."""
     sets = lexemes(conn, [f"{e.label}\n{e.text}" for e in evidence], ts_config) if evidence else []
+    sentences = _sentences(evidence)
+    keyed = {i for (i, *_), k in zip(sentences, _keyed(conn, [s[3] for s in sentences], terms, ts_config),
+                                     strict=True) if k}
     scored = []
     for n, chain in enumerate(chains):
         found = set().union(*(sets[i] for i in chain)) if chain else set()
         required = len(terms.identifiers & found) + sum(1 for words in terms.names.values() if words <= found)
-        scored.append((required, terms.covered(found), -n, list(chain), found))
+        scored.append((required, terms.covered(found), bool(keyed.intersection(chain)), -n, list(chain), found))
     if not scored:
         return [], 0.0, set()
-    _, coverage, _, chain, found = max(scored, key=lambda x: x[:3])
+    _, coverage, _, _, chain, found = max(scored, key=lambda x: x[:4])
     return chain, coverage, found
 
 
@@ -174,36 +211,53 @@ def extractive(
     conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str = "english",
 ) -> Synthesis:
-    """Quote up to MAX_CLAIMS sentences of the best chain that together cover the question best."""
+    """Quote up to MAX_CLAIMS sentences of the best chain that together cover the question best.
+    When the chain covers too little of the question, the answer is withheld but the sentences
+    are kept as a draft: the engine may follow a bridge they name to the rest of the answer."""
     chain, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
     missing = sorted(t for t in terms.weights if t not in found)
-    sentences = _sentences([evidence[i] for i in chain])
-    sentences = [(chain[i], start, end, text) for i, start, end, text in sentences]
+    named_missing = _refusal(terms, found, 1.0)  # an identifier or a named thing: nothing to draft
+    if named_missing is not None:
+        return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {named_missing}"])
     why = _refusal(terms, found, coverage)
-    if why is not None or not sentences:
-        reason = why or "the evidence has no sentence to quote"
-        return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {reason}"])
+    claims, covered = _quote(conn, evidence, chain, terms, ts_config)
+    uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
+    why = why or ("no sentence matches the question" if not claims else _unasked(terms, covered))
+    if why is not None:
+        return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {why}"],
+                         missing_from_claims=uncovered, draft=claims)
+    answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+    confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
+    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered)
+
+
+def _quote(
+    conn: psycopg.Connection, evidence: Sequence[Source], chain: Sequence[int], terms: Terms, ts_config: str
+) -> tuple[list[dict[str, Any]], set[str]]:
+    """The claims quoted from `chain`, chosen greedily by the question weight each adds, and the
+    lexemes they cover."""
+    sentences = [(chain[i], start, end, text) for i, start, end, text in _sentences([evidence[i] for i in chain])]
+    if not sentences:
+        return [], set()
     # A sentence is read in the context of its heading path ("clause 7.3.2" heads its text).
-    contexts = lexemes(conn, [evidence[i].label for i in chain], ts_config)
-    context_of = dict(zip(chain, contexts, strict=True))
+    context_of = dict(zip(chain, lexemes(conn, [evidence[i].label for i in chain], ts_config), strict=True))
     sets = [found_in | context_of[s[0]] for found_in, s in zip(lexemes(conn, [s[3] for s in sentences], ts_config),
                                                                sentences, strict=True)]
+    keyed = _keyed(conn, [s[3] for s in sentences], terms, ts_config)
     chosen: list[int] = []
     covered: set[str] = set()
     while len(chosen) < MAX_CLAIMS:
         gains = [
-            (sum(terms.weights.get(t, 0.0) for t in sets[j] - covered), -j)
+            (sum(terms.weights.get(t, 0.0) for t in sets[j] - covered), keyed[j], -j)
             for j in range(len(sentences)) if j not in chosen
         ]
         if not gains:
             break
-        gain, neg_j = max(gains)
+        gain, _, neg_j = max(gains)
         if gain <= 0 or (chosen and gain < 0.1 * terms.total):
             break
         chosen.append(-neg_j)
         covered |= sets[-neg_j]
-    if not chosen:
-        return Synthesis(None, True, 0.0, [], coverage, missing, ["answer withheld: no sentence matches the question"])
     chosen.sort(key=lambda j: (sentences[j][0], sentences[j][1]))
     claims = []
     for n, j in enumerate(chosen, 1):
@@ -214,10 +268,7 @@ def extractive(
             "span": [item.start + start, item.start + end], "support": "supported",
             "matched_terms": sorted(t for t in sets[j] if t in terms.weights),
         })
-    answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
-    confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
-    uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
-    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered)
+    return claims, covered
 
 
 def synthesize(
