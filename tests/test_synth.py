@@ -66,6 +66,17 @@ def test_table_rows_are_quoted_but_not_their_header(db: psycopg.Connection) -> N
     assert [c["text"] for c in out.claims] == ["| E-2107 | Ledger write timed out | Yes, same key |"]
 
 
+def test_a_sentence_matching_only_its_heading_is_not_quoted(db: psycopg.Connection) -> None:
+    row = "| E-3301 | Risk score unavailable | Yes |"
+    said = "Merchants received E-1042 responses from Checkout Gateway."
+    evidence = [Evidence(5, "Error codes > Risk errors", "payments/error-codes.html", 0, len(row), None, row, 0.0,
+                         "seed"),
+                Evidence(6, "INC-2025-014 > Impact", "incidents/inc-2025-014.md", 0, len(said), None, said, 0.0,
+                         "seed")]
+    out = synthesize(db, "Which error did merchants receive?", evidence, [[0, 1]])
+    assert [c["text"] for c in out.claims] == [said]
+
+
 def test_evidence_about_the_subject_but_not_the_question_withholds(db: psycopg.Connection) -> None:
     store = [Evidence(4, "Feature Store", "data/feature-store.md", 0, len(STORE), None, STORE, 0.0, "seed")]
     cost = synthesize(db, "What does the Feature Store cost?", store, names=["Feature Store"])

@@ -240,9 +240,12 @@ def _quote(
     if not sentences:
         return [], set()
     # A sentence is read in the context of its heading path ("clause 7.3.2" heads its text).
+    # It must match the question itself, though: a table row matching only its table's heading
+    # says nothing the question asks.
     context_of = dict(zip(chain, lexemes(conn, [evidence[i].label for i in chain], ts_config), strict=True))
-    sets = [found_in | context_of[s[0]] for found_in, s in zip(lexemes(conn, [s[3] for s in sentences], ts_config),
-                                                               sentences, strict=True)]
+    own = lexemes(conn, [s[3] for s in sentences], ts_config)
+    sets = [found_in | context_of[s[0]] if found_in & terms.weights.keys() else set()
+            for found_in, s in zip(own, sentences, strict=True)]
     keyed = _keyed(conn, [s[3] for s in sentences], terms, ts_config)
     chosen: list[int] = []
     covered: set[str] = set()
