@@ -142,27 +142,52 @@ comment on view tortus.trace_pruned is
 grant select on tortus.trace_overview, tortus.trace_hops, tortus.trace_pruned to tortus_app, tortus_analyst;
 
 drop function if exists tortus.path_support(bigint[], text[], text[]);
-create or replace function tortus.path_support(path bigint[], edge_types text[], directions text[])
-returns table (min_confidence double precision, spans integer)
+drop function if exists tortus.supported_traverse(bigint[], vector, jsonb);
+create or replace function tortus.supported_traverse(seeds bigint[], query vector, policy jsonb default '{}')
+returns table (
+    node_id bigint, kind text, label text, hop integer, path bigint[], edge_types text[], directions text[],
+    hop_scores double precision[], reasons text[], score double precision, torus_distance double precision,
+    pruned boolean, prune_reason text, min_confidence double precision, spans integer
+)
 language sql stable
 set search_path = pg_catalog
 as $$
-    -- One index probe per hop (the lateral LIMIT keeps the planner from hashing the edge table).
-    select coalesce(min(coalesce(e.confidence, 1)), 1)::float8, coalesce(sum(e.spans), 0)::integer
-    from generate_subscripts(edge_types, 1) as h(i)
-    left join lateral (
-        select x.confidence,
-               (select count(*) from tortus.evidence_span sp
-                where sp.tenant_id = x.tenant_id and sp.edge_id = x.edge_id) as spans
-        from tortus.edge x
-        where x.tenant_id = tortus.current_tenant() and x.type = edge_types[h.i]
-          and x.src = case when directions[h.i] = 'in' then path[h.i + 1] else path[h.i] end
-          and x.dst = case when directions[h.i] = 'in' then path[h.i] else path[h.i + 1] end
-        limit 1
-    ) e on directions[h.i] <> 'portal'
+    -- Set-based: one plan probes the edge of every hop of every kept path (a function call per
+    -- path cost more than the walk itself).
+    with t as materialized (
+        select row_number() over () as r, w.* from tortus.traverse(seeds, query, policy) w
+    ),
+    hops as (
+        select t.r, t.path, t.edge_types, t.directions, i
+        from t cross join lateral generate_subscripts(t.edge_types, 1) as i
+        where not t.pruned
+    ),
+    support as (
+        select hops.r, coalesce(min(coalesce(e.confidence, 1)), 1)::float8 as min_confidence,
+               coalesce(sum(e.spans), 0)::integer as spans
+        from hops
+        left join lateral (
+            -- The LIMIT keeps the planner probing the index rather than hashing the edge table.
+            select x.confidence,
+                   (select count(*) from tortus.evidence_span sp
+                    where sp.tenant_id = x.tenant_id and sp.edge_id = x.edge_id) as spans
+            from tortus.edge x
+            where x.tenant_id = tortus.current_tenant() and x.type = hops.edge_types[hops.i]
+              and x.src = case when hops.directions[hops.i] = 'in' then hops.path[hops.i + 1] else hops.path[hops.i] end
+              and x.dst = case when hops.directions[hops.i] = 'in' then hops.path[hops.i] else hops.path[hops.i + 1] end
+            limit 1
+        ) e on hops.directions[hops.i] <> 'portal'
+        group by hops.r
+    )
+    select t.node_id, t.kind, t.label, t.hop, t.path, t.edge_types, t.directions, t.hop_scores, t.reasons,
+           t.score, t.torus_distance, t.pruned, t.prune_reason,
+           case when not t.pruned then coalesce(s.min_confidence, 1) end,
+           case when not t.pruned then coalesce(s.spans, 0) end
+    from t left join support s on s.r = t.r
+    order by t.r
 $$;
 
-comment on function tortus.path_support(bigint[], text[], text[]) is
-'How well a traversal path is supported: the lowest confidence of its edges (portals count as 1) '
-'and how many evidence spans back its edges.';
+comment on function tortus.supported_traverse(bigint[], vector, jsonb) is
+'tortus.traverse with how well each kept path is supported: the lowest confidence of its edges '
+'(portals count as 1) and how many evidence spans back its edges (null for pruned candidates).';
 

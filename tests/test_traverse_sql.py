@@ -152,6 +152,37 @@ def test_chain_reaches_the_other_chunk_in_three_hops_with_reasons(graph: Graph) 
     assert max(h.hop for h in hits.values()) == 3
 
 
+def test_supported_traverse_adds_the_weakest_edge_and_span_count_of_each_kept_path(graph: Graph) -> None:
+    chain(graph)
+    ids, conn = graph.ids, graph.conn
+    conn.execute("update tortus.edge set confidence = 0.4 where type = 'depends_on'")
+    source = conn.execute(
+        "insert into tortus.source (tenant_id, uri, kind, sha256, text) "
+        "values (tortus.current_tenant(), 'a.md', 'markdown', repeat('0', 64), 'A mentions Ledger Service.') "
+        "returning source_id"
+    ).fetchone()
+    assert source is not None
+    conn.execute(
+        "insert into tortus.evidence_span (tenant_id, source_id, edge_id, start_char, end_char) "
+        "select tenant_id, %s, edge_id, 0, 10 from tortus.edge where type = 'mentions' and src = %s",
+        [source[0], ids["A"]],
+    )
+    plain = traverse(conn, [ids["A"]], "[1,0,0]", max_hops=3, edge_types_deny=["depends_on"])
+    rows = conn.execute(
+        "select node_id, pruned, min_confidence, spans from tortus.supported_traverse(%s::bigint[], '[1,0,0]', %s)",
+        [[ids["A"]], Jsonb({"max_hops": 3, "edge_types_deny": ["depends_on"]})],
+    ).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(h.node_id, h.pruned) for h in plain]
+    support = {node: (conf, spans) for node, pruned, conf, spans in rows if not pruned}
+    assert support[ids["A"]] == (1.0, 0)
+    assert support[ids["Ledger Service"]] == (1.0, 1)
+    assert any(r[1] for r in rows) and all(conf is None and spans is None for _, pruned, conf, spans in rows if pruned)
+    full = dict(((r[0], (r[2], r[3])) for r in conn.execute(
+        "select node_id, pruned, min_confidence, spans from tortus.supported_traverse(%s::bigint[], null, %s) "
+        "where not pruned", [[ids["A"]], Jsonb({"max_hops": 3})]).fetchall()))
+    assert full[ids["B"]] == (pytest.approx(0.4), 1)  # depends_on at 0.4; one span, on the first hop
+
+
 def test_max_hops_bounds_the_walk(graph: Graph) -> None:
     for i in range(8):
         graph.node(f"c{i}")

@@ -37,7 +37,7 @@ SEEDS = 20  # hybrid hits considered
 WALK_SEEDS = 5  # of which the walk starts from the best
 FUSE_SEEDS = 2  # definitions reached from these seeds are fused with the search ranking
 # The walk's bounds: edges followed per node, frontier kept per hop, nodes visited in all.
-FAN_OUT, BEAM_WIDTH, MAX_NODES = 20, 40, 300
+FAN_OUT, BEAM_WIDTH, MAX_NODES = 30, 60, 600
 BASE_RADIUS = math.pi / 2  # radians on the torus, before the density adjustment (0.5x to 2x)
 MAX_EVIDENCE = 50
 SHARDS = 8  # torus cells a distributed deployment would place on separate nodes
@@ -170,9 +170,8 @@ def walk_radius(
 
 _WALK = """
 select t.node_id, t.hop, t.path, t.edge_types, t.directions, t.hop_scores, t.reasons, t.score,
-       t.torus_distance, t.pruned, t.prune_reason, t.kind, t.label, s.min_confidence, s.spans
-from tortus.traverse(%(seeds)s::bigint[], %(v)s, %(policy)s) t
-cross join lateral tortus.path_support(t.path, t.edge_types, t.directions) s
+       t.torus_distance, t.pruned, t.prune_reason, t.kind, t.label, t.min_confidence, t.spans
+from tortus.supported_traverse(%(seeds)s::bigint[], %(v)s, %(policy)s) t
 """
 
 _CHUNKS = """
