@@ -634,8 +634,7 @@ limit 5
 """
 
 
-# Entities a chunk mentions that the question does not name, those inside the claim first,
-# then by distance from it.
+# Entities a chunk mentions that the question does not name, those nearest the claim first.
 _BRIDGES = """
 select c.node_id, c.label
 from tortus.edge e
@@ -648,25 +647,40 @@ order by min(greatest(%(start)s - sp.end_char, sp.start_char - %(end)s, 0)), c.n
 limit %(limit)s
 """
 
-# Chunks with the uncovered terms that mention the bridge; those of the bridge's own document
-# (the source whose lead chunk defines it) first.
+# For each bridge, the chunk mentioning (or defining) it that best matches the uncovered terms
+# and the bridge's name, chunks of the bridge's own document (the source whose lead chunk
+# defines it) first; then the best of those. Naming the bridge in its query weighs it by its
+# IDF: a rare entity is a stronger lead than one most documents mention.
 _FOLLOW = """
-select b.node_id from tortus.bm25_search(%(q)s, 200, config => %(cfg)s::regconfig) b
-join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
+select f.node_id, c.concept
+from unnest(%(concepts)s::bigint[], %(labels)s::text[]) as c(concept, label)
 cross join lateral (
-    select exists (select 1 from tortus.edge d
+    select b.node_id, b.score,
+           exists (select 1 from tortus.edge d
                    join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
-                   where d.tenant_id = n.tenant_id and d.dst = %(concept)s and d.type = 'defines'
+                   where d.tenant_id = n.tenant_id and d.dst = c.concept and d.type = 'defines'
                      and dn.source_id = n.source_id) as own_document
-) o
-where b.node_id <> all(%(exclude)s::bigint[])
-  and exists (select 1 from tortus.edge m
-              where m.tenant_id = n.tenant_id and m.src = n.node_id and m.dst = %(concept)s
-                and m.type in ('mentions', 'defines'))
-order by o.own_document desc, b.rank
+    from tortus.bm25_search(%(q)s || ' ' || c.label, 100, config => %(cfg)s::regconfig) b
+    join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
+    where b.node_id <> all(%(exclude)s::bigint[])
+      and exists (select 1 from tortus.edge m
+                  where m.tenant_id = n.tenant_id and m.src = n.node_id and m.dst = c.concept
+                    and m.type in ('mentions', 'defines'))
+    order by own_document desc, b.rank
+    limit 1
+) f
+order by f.own_document desc, f.score desc, c.concept
 limit 1
 """
 BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
+
+
+@dataclass(frozen=True)
+class _Bridge:
+    concept: int
+    label: str
+    source: Evidence  # the evidence whose claim names it
+    before: _Reached | None  # how the walk reached that evidence
 
 
 def _follow_bridge(
@@ -675,47 +689,45 @@ def _follow_bridge(
     policy: TraversalPolicy, ts_config: str,
 ) -> tuple[Evidence, _Reached] | None:
     """When the claims (or the draft of a withheld answer) leave part of the question uncovered
-    and name an entity the question does not (the bridge), the chunk that best matches the
-    uncovered terms among those mentioning the bridge: a hop chunk -> entity -> chunk, taken
+    and name entities the question does not (bridges), the chunk mentioning a bridge that best
+    matches the uncovered terms and the bridge's name: a hop chunk -> entity -> chunk, taken
     only while the path stays within `max_hops`."""
     uncovered = [t for t in synthesis.missing_from_claims if t]
-    claims = synthesis.claims or synthesis.draft
     if not uncovered:
         return None
     named = question_concepts(conn, question)
-    exclude = [e.node_id for e in evidence]
-    tried: set[int] = set()
-    for claim in claims:
+    bridges: dict[int, _Bridge] = {}
+    for claim in synthesis.claims or synthesis.draft:
         source = evidence[claim["evidence"]]
         before = reached.get(source.node_id)
-        base = before.path if before is not None and before.path else [source.node_id]
-        if len(base) - 1 + 2 > policy.max_hops:
+        if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
             continue
-        bridges = conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
-                                          "end": claim["span"][1], "named": named,
-                                          "limit": BRIDGES_PER_CLAIM}).fetchall()
-        for concept, label in bridges:
-            if concept in tried:
-                continue
-            tried.add(concept)
-            row = conn.execute(_FOLLOW, {"q": " ".join(uncovered), "cfg": ts_config, "exclude": exclude,
-                                         "concept": concept}).fetchone()
-            if row is None:
-                continue
-            node_id = int(row[0])
-            chunk = info.get(node_id) or _chunk_info(conn, [node_id], vector).get(node_id)
-            if chunk is None or tokens + len(chunk.text.split()) > policy.max_tokens:
-                continue
-            item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0,
-                            "walk")
-            reason = f"follows {label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
-            reach = _Reached(
-                node_id, len(base) + 1, [*base, concept, node_id],
-                [*(before.edge_types if before else []), "mentions", "mentions"],
-                [*(before.directions if before else []), "out", "in"],
-                [*(before.reasons if before else []), "the evidence names it", reason], 0.0, None, 1.0, 2)
-            return item, reach
-    return None
+        for concept, label in conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
+                                                      "end": claim["span"][1], "named": named,
+                                                      "limit": BRIDGES_PER_CLAIM}).fetchall():
+            bridges.setdefault(concept, _Bridge(concept, label, source, before))
+    if not bridges:
+        return None
+    row = conn.execute(_FOLLOW, {
+        "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
+        "labels": [b.label for b in bridges.values()], "exclude": [e.node_id for e in evidence],
+    }).fetchone()
+    if row is None:
+        return None
+    node_id, bridge = int(row[0]), bridges[int(row[1])]
+    chunk = info.get(node_id) or _chunk_info(conn, [node_id], vector).get(node_id)
+    if chunk is None or tokens + len(chunk.text.split()) > policy.max_tokens:
+        return None
+    item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
+    reason = f"follows {bridge.label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
+    before = bridge.before
+    base = before.path if before is not None and before.path else [bridge.source.node_id]
+    reach = _Reached(
+        node_id, len(base) + 1, [*base, bridge.concept, node_id],
+        [*(before.edge_types if before else []), "mentions", "mentions"],
+        [*(before.directions if before else []), "out", "in"],
+        [*(before.reasons if before else []), "the evidence names it", reason], 0.0, None, 1.0, 2)
+    return item, reach
 
 
 def _after(ranking: Sequence[int], anchor: int, node_id: int) -> list[int]:
