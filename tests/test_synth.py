@@ -12,7 +12,7 @@ from openai_server import openai_server
 from tortus_pg.db import tenant_scope
 from tortus_pg.engine import Evidence
 from tortus_pg.llm import ChatClient
-from tortus_pg.synth import LLMSynthesizer, synthesize
+from tortus_pg.synth import LLMSynthesizer, Terms, _unasked, synthesize
 
 CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated at least every 90 days."
 OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."
@@ -83,6 +83,14 @@ def test_evidence_about_the_subject_but_not_the_question_withholds(db: psycopg.C
     assert cost.withheld and "not what it asks" in cost.warnings[0] and "cost" in cost.warnings[0]
     owner = synthesize(db, "Which team owns the Feature Store?", store, names=["Feature Store"])
     assert not owner.withheld and owner.answer is not None and "Data Platform Team" in owner.answer
+
+
+def test_claims_must_mention_what_the_question_names() -> None:
+    terms = Terms({"p99": 4.6, "latenc": 2.3, "target": 4.6, "ledger": 1.3, "servic": 0.9}, frozenset(),
+                  {"Ledger Service": frozenset({"ledger", "servic"})})
+    other_service = _unasked(terms, {"p99", "latenc", "target", "gateway"})
+    assert other_service == "the sentences that match the question do not mention Ledger Service"
+    assert _unasked(terms, {"p99", "latenc", "target", "ledger", "servic"}) is None
 
 
 def test_llm_claims_are_checked_against_the_evidence_they_cite(db: psycopg.Connection) -> None:

@@ -472,14 +472,17 @@ def _select(
     max_tokens: int,
 ) -> tuple[list[Evidence], int]:
     """The best-ranked chunks that fit the token budget (at least the first, cut to fit), at most
-    MAX_PER_SOURCE from one document while others are left: a second document reached through
-    the graph is worth more than a fourth section of the first."""
+    MAX_PER_SOURCE from one document while others are left (a second document reached through
+    the graph is worth more than a fourth section of the first), unless the document is the one
+    about an identifier the question names."""
     seeds = {h.node_id: h for h in hits}
     ordered = [n for n in ranking if n in info]
+    # The document headed by an identifier the question names is about it: no cap on its chunks.
+    about = {info[h.node_id].uri for h in hits if h.heading_match and h.node_id in info}
     per_source: dict[str, int] = {}
     first_pass = []
     for n in ordered:
-        if per_source.get(info[n].uri, 0) < MAX_PER_SOURCE:
+        if info[n].uri in about or per_source.get(info[n].uri, 0) < MAX_PER_SOURCE:
             per_source[info[n].uri] = per_source.get(info[n].uri, 0) + 1
             first_pass.append(n)
     # The walk's best chunks from other documents get the last WALK_SLOTS places: the second hop
@@ -636,7 +639,7 @@ limit 5
 
 # Entities a chunk mentions that the question does not name, those nearest the claim first.
 _BRIDGES = """
-select c.node_id, c.label
+select c.node_id, c.label, bool_or(sp.start_char < %(end)s and sp.end_char > %(start)s) as in_claim
 from tortus.edge e
 join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
 join tortus.node c on c.tenant_id = e.tenant_id and c.node_id = e.dst
@@ -653,7 +656,7 @@ limit %(limit)s
 # IDF: a rare entity is a stronger lead than one most documents mention.
 _FOLLOW = """
 select f.node_id, c.concept
-from unnest(%(concepts)s::bigint[], %(labels)s::text[]) as c(concept, label)
+from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
 cross join lateral (
     select b.node_id, b.score,
            exists (select 1 from tortus.edge d
@@ -669,7 +672,7 @@ cross join lateral (
     order by own_document desc, b.rank
     limit 1
 ) f
-order by f.own_document desc, f.score desc, c.concept
+order by f.own_document desc, c.in_claim desc, f.score desc, c.concept
 limit 1
 """
 BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
@@ -681,6 +684,7 @@ class _Bridge:
     label: str
     source: Evidence  # the evidence whose claim names it
     before: _Reached | None  # how the walk reached that evidence
+    in_claim: bool  # named by the claim itself rather than near it
 
 
 def _follow_bridge(
@@ -702,15 +706,16 @@ def _follow_bridge(
         before = reached.get(source.node_id)
         if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
             continue
-        for concept, label in conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
+        for concept, label, in_claim in conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
                                                       "end": claim["span"][1], "named": named,
                                                       "limit": BRIDGES_PER_CLAIM}).fetchall():
-            bridges.setdefault(concept, _Bridge(concept, label, source, before))
+            bridges.setdefault(concept, _Bridge(concept, label, source, before, in_claim))
     if not bridges:
         return None
     row = conn.execute(_FOLLOW, {
         "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
-        "labels": [b.label for b in bridges.values()], "exclude": [e.node_id for e in evidence],
+        "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
+        "exclude": [e.node_id for e in evidence],
     }).fetchone()
     if row is None:
         return None

@@ -172,9 +172,13 @@ def _keyed(conn: psycopg.Connection, sentences: Sequence[str], terms: Terms, ts_
 
 
 def _unasked(terms: Terms, said: set[str]) -> str | None:
-    """Why the quoted sentences do not answer, when they are about what the question names (its
-    identifiers and named things) but say too little of what it asks about them ("how much does
-    the Feature Store cost" answered by sentences about the Feature Store)."""
+    """Why the quoted sentences do not answer: they never mention a thing the question names
+    (the p99 target of another service is no answer about Ledger Service), or they are about
+    what it names (its identifiers and named things) but say too little of what it asks about
+    them ("how much does the Feature Store cost" answered by sentences about the Feature Store)."""
+    unsaid = sorted(name for name, words in terms.names.items() if not words <= said)
+    if unsaid:
+        return f"the sentences that match the question do not mention {', '.join(unsaid)}"
     subject = set(terms.identifiers).union(*terms.names.values())
     asked = {t: w for t, w in terms.weights.items() if t not in subject}
     total = sum(asked.values())
