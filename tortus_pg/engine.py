@@ -423,6 +423,7 @@ def _plan(
     # The path behind the answer: the evidence its claims cite (all evidence with `explain`, the
     # two best items when nothing is cited).
     shown = evidence if policy.explain or not cited else cited
+    by_node.update(_linked_paths(cited, links, by_node))
     path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, shown or evidence[:2], hits, by_node),
                                                [])
     disputed = [c for c in contradictions if any(_inside(c["evidence"], e) for e in cited)]
@@ -513,22 +514,46 @@ def _select(
     return chosen, used
 
 
+# A chunk that names a concept, and a chunk that defines it or belongs to the document that
+# does (the document about the concept), with the edge type that ties the latter to it.
 _DEFINED_BY = """
-select m.src, d.src from tortus.edge m
-join tortus.edge d on d.tenant_id = m.tenant_id and d.dst = m.dst and d.type = 'defines'
+select m.src, o.src, m.dst, o.type from tortus.edge m
+join tortus.edge o on o.tenant_id = m.tenant_id and o.dst = m.dst and o.type in ('defines', 'mentions')
+join tortus.node b on b.tenant_id = o.tenant_id and b.node_id = o.src
 where m.tenant_id = tortus.current_tenant() and m.type = 'mentions'
-  and m.src = any(%(ids)s::bigint[]) and d.src = any(%(ids)s::bigint[]) and d.src <> m.src
+  and m.src = any(%(ids)s::bigint[]) and o.src = any(%(ids)s::bigint[]) and o.src <> m.src
+  and (o.type = 'defines'
+       or exists (select 1 from tortus.edge d
+                  join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
+                  where d.tenant_id = m.tenant_id and d.dst = m.dst and d.type = 'defines'
+                    and dn.source_id = b.source_id))
 """
 
 
-def _definitions(conn: psycopg.Connection, evidence: Sequence[Evidence]) -> list[tuple[int, int]]:
-    """(mentioning chunk, defining chunk) pairs among the evidence: a chunk that names a concept
-    and the chunk that defines it (the document about it, the clause it cites)."""
+def _definitions(conn: psycopg.Connection, evidence: Sequence[Evidence]) -> list[tuple[int, int, int, str]]:
+    """(naming chunk, chunk about the concept, concept, edge type of the latter) among the
+    evidence: a chunk that names a concept and one that defines it or is part of the document
+    about it (the clause a chunk cites, the handbook of the service it names)."""
     return conn.execute(_DEFINED_BY, {"ids": [e.node_id for e in evidence]}).fetchall()
 
 
+def _linked_paths(
+    cited: Sequence[Evidence], links: Sequence[tuple[int, int, int, str]], reached: dict[int, _Reached]
+) -> dict[int, _Reached]:
+    """The reasoning path of a cited chunk that no walk reached but that is about what another
+    cited chunk names: naming chunk -> concept -> chunk about it, two hops."""
+    ids = {e.node_id for e in cited}
+    paths = {}
+    for a, b, concept, kind in links:
+        if a in ids and b in ids and b not in paths and not (b in reached and reached[b].edge_types):
+            why = "defines it" if kind == "defines" else "is part of the document about it"
+            paths[b] = _Reached(b, 2, [a, concept, b], ["mentions", kind], ["out", "in"],
+                                ["the cited evidence names it", why], 0.0, None, 1.0, 2)
+    return paths
+
+
 def _chains(
-    evidence: Sequence[Evidence], reached: dict[int, _Reached], links: Sequence[tuple[int, int]] = ()
+    evidence: Sequence[Evidence], reached: dict[int, _Reached], links: Sequence[tuple[int, int, int, str]] = ()
 ) -> list[list[int]]:
     """Evidence grouped into chains that can answer together: a chunk with the chunks the walk
     reached from it, chunks of one document, and a chunk with the chunk defining what it names
@@ -548,7 +573,7 @@ def _chains(
         keys: list[object] = [("node", e.node_id), ("uri", e.uri)]
         if r is not None and r.path:
             keys.append(("node", r.path[0]))
-        keys += [("link", n) for n, (a, b) in enumerate(links) if e.node_id in (a, b)]
+        keys += [("link", n) for n, (a, b, *_) in enumerate(links) if e.node_id in (a, b)]
         for key in keys:
             if key in owner:
                 parent[find(i)] = find(owner[key])
