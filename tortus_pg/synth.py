@@ -60,7 +60,8 @@ class Terms:
         return sum(self.weights.values())
 
     def covered(self, lexemes: set[str]) -> float:
-        return sum(w for t, w in self.weights.items() if t in lexemes) / self.total if self.total else 0.0
+        share = sum(w for t, w in sorted(self.weights.items()) if t in lexemes) / self.total if self.total else 0.0
+        return round(share, 9)
 
 
 def question_terms(
@@ -255,7 +256,9 @@ def _quote(
     covered: set[str] = set()
     while len(chosen) < MAX_CLAIMS:
         gains = [
-            (sum(terms.weights.get(t, 0.0) for t in sets[j] - covered), keyed[j], -j)
+            # Summed in a fixed order and rounded: set order varies between processes, and float
+            # noise must not decide ties.
+            (round(sum(terms.weights.get(t, 0.0) for t in sorted(sets[j] - covered)), 9), keyed[j], -j)
             for j in range(len(sentences)) if j not in chosen
         ]
         if not gains:
