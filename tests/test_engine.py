@@ -13,7 +13,7 @@ import pytest
 from tortus_pg import migrate
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import Embedder, make_embedder
-from tortus_pg.engine import WALK_SEEDS, Answer, _contradictions, answer
+from tortus_pg.engine import WALK_SEEDS, Answer, _Clock, _contradictions, answer
 from tortus_pg.errors import InvalidInput
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
@@ -185,6 +185,13 @@ def test_an_exhausted_time_budget_degrades_the_answer(ask: Ask) -> None:
     a = ask(CLAUSE, policy=TraversalPolicy(max_ms=1))
     assert a.diagnostics["degraded"] and any(w.startswith("degraded:") for w in a.warnings), a.warnings
     assert a.withheld and a.budget["ms"]["limit"] == 1
+
+
+def test_a_stage_over_its_time_is_cancelled_even_in_autocommit(engine_url: str) -> None:
+    with connect(engine_url, autocommit=True) as conn:
+        clock = _Clock(conn, 200)
+        slept = clock.attempt("sleep", lambda: conn.execute("select pg_sleep(2)").fetchone(), None)
+        assert slept is None and clock.degraded == ["sleep"]  # cancelled by the statement timeout
 
 
 def test_evidence_fits_the_token_budget(ask: Ask) -> None:

@@ -114,10 +114,13 @@ class _Clock:
     def stage(self, name: str) -> Iterator[None]:
         if self.remaining_ms() <= 0:
             raise DeadlineReached(name)
-        self.conn.execute("select set_config('statement_timeout', %s, true)", [f"{max(self.remaining_ms(), 1)}ms"])
         began = time.perf_counter()
         try:
+            # Set inside the stage's (sub)transaction: on an autocommit connection a local
+            # setting made before it would end with its own statement.
             with self.conn.transaction():
+                self.conn.execute("select set_config('statement_timeout', %s, true)",
+                                  [f"{max(self.remaining_ms(), 1)}ms"])
                 yield
         finally:
             self.timings[f"{name}_ms"] = round((time.perf_counter() - began) * 1000, 2)
