@@ -424,6 +424,10 @@ def _plan(
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
     cited = list({c["evidence"]: evidence[c["evidence"]] for c in synthesis.claims
                   if c.get("evidence") is not None}.values())
+    # The ranking leads with the chunks the answer (or its withheld draft) quotes.
+    quoted = [evidence[c["evidence"]].node_id for c in synthesis.claims or synthesis.draft
+              if c.get("evidence") is not None]
+    ranking = list(dict.fromkeys([*quoted, *ranking]))
     # The path behind the answer: the evidence its claims cite (all evidence with `explain`, the
     # two best items when nothing is cited).
     shown = evidence if policy.explain or not cited else cited
