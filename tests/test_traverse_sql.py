@@ -177,9 +177,9 @@ def test_supported_traverse_adds_the_weakest_edge_and_span_count_of_each_kept_pa
     assert support[ids["A"]] == (1.0, 0)
     assert support[ids["Ledger Service"]] == (1.0, 1)
     assert any(r[1] for r in rows) and all(conf is None and spans is None for _, pruned, conf, spans in rows if pruned)
-    full = dict(((r[0], (r[2], r[3])) for r in conn.execute(
+    full = dict((r[0], (r[2], r[3])) for r in conn.execute(
         "select node_id, pruned, min_confidence, spans from tortus.supported_traverse(%s::bigint[], null, %s) "
-        "where not pruned", [[ids["A"]], Jsonb({"max_hops": 3})]).fetchall()))
+        "where not pruned", [[ids["A"]], Jsonb({"max_hops": 3})]).fetchall())
     assert full[ids["B"]] == (pytest.approx(0.4), 1)  # depends_on at 0.4; one span, on the first hop
 
 

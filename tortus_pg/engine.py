@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -136,19 +137,24 @@ class _Clock:
 
 
 _CONCEPTS = """
-select n.node_id from tortus.node n
+select n.node_id, exists (select 1 from tortus.edge d
+                          where d.tenant_id = n.tenant_id and d.dst = n.node_id and d.type = 'defines')
+from tortus.node n
 where n.tenant_id = tortus.current_tenant() and n.kind <> 'chunk' and n.key = any(%s)
-  and (not %s or exists (select 1 from tortus.edge d
-                         where d.tenant_id = n.tenant_id and d.dst = n.node_id and d.type = 'defines'))
 """
 
 
-def question_concepts(conn: psycopg.Connection, question: str, *, defined_only: bool = False) -> list[int]:
-    """Graph nodes of the concepts the deterministic extractor finds in the question; with
-    `defined_only`, only those some chunk defines (a document titled by them, a clause)."""
+def concepts_in(conn: psycopg.Connection, question: str) -> list[tuple[int, bool]]:
+    """Graph nodes of the concepts the deterministic extractor finds in the question, each with
+    whether some chunk defines it (a document titled by it, a clause)."""
     doc = Document(text=question, kind="text")
     keys = [c.key for c in extract_concepts(doc, chunk_document(doc)).concepts]
-    return [r[0] for r in conn.execute(_CONCEPTS, [keys, defined_only]).fetchall()]
+    return [(r[0], r[1]) for r in conn.execute(_CONCEPTS, [keys]).fetchall()]
+
+
+def question_concepts(conn: psycopg.Connection, question: str, *, defined_only: bool = False) -> list[int]:
+    """The node ids of `concepts_in`; with `defined_only`, of those some chunk defines."""
+    return [node for node, defined in concepts_in(conn, question) if defined or not defined_only]
 
 
 _DENSITY = "select node_id, neighbours, expected from tortus.local_density(%s::bigint[], %s, %s)"
@@ -350,8 +356,10 @@ def _plan(
                                query_vector=vector), [])
     seed_ids = [h.node_id for h in hits]
     walk_seeds = seed_ids[:WALK_SEEDS]
-    named: list[int] = [] if policy.no_personalization else clock.attempt(
-        "link", lambda: question_concepts(conn, question, defined_only=True), [])
+    # The concepts the question names: the defined ones seed the walk (personalization); all of
+    # them are not bridges worth following.
+    concepts: list[tuple[int, bool]] = clock.attempt("link", lambda: concepts_in(conn, question), [])
+    named = [] if policy.no_personalization else [node for node, defined in concepts if defined]
     no_density: tuple[float | None, list[dict[str, Any]]] = (None, [])
     radius, density = clock.attempt("density", lambda: walk_radius(conn, walk_seeds, layout), no_density)
 
@@ -397,18 +405,22 @@ def _plan(
     by_node = {r.node_id: r for r in reached}
     chosen = [e.node_id for e in evidence]
     contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, chosen), [])
-    links = clock.attempt("links", lambda: _definitions(conn, evidence), [])
-    synthesis = None if terms is None else clock.attempt(
-        "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node, links),
-                                        ts_config=ts_config, synthesizer=synthesizer, terms=terms), None)
+    no_links: list[tuple[int, int, int, str]] = []
+    links = clock.attempt("links", partial(_definitions, conn, evidence), no_links)
+
+    def synthesized(links: Sequence[tuple[int, int, int, str]]) -> Synthesis:
+        return synthesize(conn, question, evidence, _chains(evidence, by_node, links), ts_config=ts_config,
+                          synthesizer=synthesizer, terms=terms)
+
+    synthesis = None if terms is None else clock.attempt("synthesis", partial(synthesized, links), None)
     # The answer may stop at a bridge ("... caused by Key Vault"), or a withheld draft may name
     # one: follow it to what the question still asks, while the hop budget allows.
+    mentioned = [node for node, _ in concepts]
     for _ in range(policy.max_hops - 1):
         if synthesis is None or not (synthesis.claims or synthesis.draft):
             break
-        current = synthesis
-        bridge = clock.attempt("bridge", lambda: _follow_bridge(
-            conn, question, current, evidence, by_node, info, vector, tokens, policy, ts_config), None)
+        bridge = clock.attempt("bridge", partial(_follow_bridge, conn, mentioned, synthesis, evidence, by_node, info,
+                                                 vector, tokens, policy, ts_config), None)
         if bridge is None:
             break
         item, reach = bridge
@@ -416,10 +428,8 @@ def _plan(
         tokens += len(item.text.split())
         by_node[item.node_id] = reach
         ranking = _after(ranking, reach.path[0], item.node_id)
-        links = clock.attempt("links", lambda: _definitions(conn, evidence), links)
-        synthesis = clock.attempt(
-            "synthesis", lambda: synthesize(conn, question, evidence, _chains(evidence, by_node, links),
-                                            ts_config=ts_config, synthesizer=synthesizer, terms=terms), synthesis)
+        links = clock.attempt("links", partial(_definitions, conn, evidence), links)
+        synthesis = clock.attempt("synthesis", partial(synthesized, links), synthesis)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
     cited = list({c["evidence"]: evidence[c["evidence"]] for c in synthesis.claims
@@ -721,18 +731,17 @@ class _Bridge:
 
 
 def _follow_bridge(
-    conn: psycopg.Connection, question: str, synthesis: Synthesis, evidence: Sequence[Evidence],
+    conn: psycopg.Connection, named: list[int], synthesis: Synthesis, evidence: Sequence[Evidence],
     reached: dict[int, _Reached], info: dict[int, _Chunk], vector: np.ndarray, tokens: int,
     policy: TraversalPolicy, ts_config: str,
 ) -> tuple[Evidence, _Reached] | None:
     """When the claims (or the draft of a withheld answer) leave part of the question uncovered
     and name entities the question does not (bridges), the chunk mentioning a bridge that best
     matches the uncovered terms and the bridge's name: a hop chunk -> entity -> chunk, taken
-    only while the path stays within `max_hops`."""
+    only while the path stays within `max_hops`. `named` are the concepts the question names."""
     uncovered = [t for t in synthesis.missing_from_claims if t]
     if not uncovered:
         return None
-    named = question_concepts(conn, question)
     bridges: dict[int, _Bridge] = {}
     for claim in synthesis.claims or synthesis.draft:
         source = evidence[claim["evidence"]]
