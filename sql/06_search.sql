@@ -2,9 +2,10 @@
 -- Every function filters the current tenant explicitly (row-level security applies too).
 
 drop function if exists tortus.bm25_search(text, integer, double precision, double precision, regconfig);
+drop function if exists tortus.bm25_search(text, integer, double precision, double precision, regconfig, bigint[]);
 create or replace function tortus.bm25_search(
     query text, k integer default 10, k1 double precision default 1.2, b double precision default 0.75,
-    config regconfig default 'english'
+    config regconfig default 'english', within bigint[] default null
 ) returns table (node_id bigint, score double precision, rank integer)
 language sql stable parallel safe
 set search_path = pg_catalog
@@ -30,6 +31,7 @@ as $$
         join tortus.bm25_doc d on d.tenant_id = p.tenant_id and d.node_id = p.node_id
         cross join corpus, terms
         where p.tenant_id = tortus.current_tenant() and p.lexeme = any(terms.lexemes)
+          and (within is null or p.node_id = any(within))
         group by p.node_id
     )
     select s.node_id, s.score, (row_number() over (order by s.score desc, s.node_id))::integer
@@ -38,12 +40,13 @@ as $$
     limit greatest(k, 0)
 $$;
 
-comment on function tortus.bm25_search(text, integer, double precision, double precision, regconfig) is
+comment on function tortus.bm25_search(text, integer, double precision, double precision, regconfig, bigint[]) is
 'Exact Okapi BM25 over the current tenant''s chunk nodes: score = sum over query lexemes of '
 'idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doclen / avgdl)) with idf = ln(1 + (N - df + 0.5) / (df + 0.5)). '
 'The query is tokenized by the text search configuration (default english; exact tokens such as '
 '7.3.2, E-1042 and 4.2 survive as lexemes); statistics come from tortus.bm25_* tables kept exact '
-'by triggers. Returns the top k (node_id, score, rank).';
+'by triggers. Returns the top k (node_id, score, rank); with `within`, the top k among those chunks '
+'(statistics stay the whole corpus''s).';
 
 drop function if exists tortus.vector_search(vector, integer, integer);
 create or replace function tortus.vector_search(query vector, k integer default 10, ef_search integer default 100)

@@ -22,11 +22,11 @@ create or replace function tortus.layout_coordinates(
     theta double precision, phi double precision, props jsonb, layout text
 ) returns table (theta double precision, phi double precision)
 language sql immutable parallel safe
-set search_path = pg_catalog
-as $$
+-- A SQL-standard body without a SET clause, so the planner inlines it into each caller.
+begin atomic
     select case when layout is null then theta else (props -> 'layouts' -> layout ->> 0)::float8 end,
-           case when layout is null then phi else (props -> 'layouts' -> layout ->> 1)::float8 end
-$$;
+           case when layout is null then phi else (props -> 'layouts' -> layout ->> 1)::float8 end;
+end;
 
 comment on function tortus.layout_coordinates(double precision, double precision, jsonb, text) is
 'A node''s torus coordinates: its theta and phi, or with a layout name the alternative '
@@ -354,8 +354,7 @@ begin
             select n.node_id, n.kind,
                    tortus.vector_similarity(n.embedding, traverse.query) as sim,
                    (select min(tortus.torus_distance(c.theta, c.phi, s.theta, s.phi))
-                    from tortus.layout_coordinates(n.theta, n.phi, n.props, v_layout) c,
-                         unnest(v_seed_theta, v_seed_phi) as s(theta, phi)) as dist,
+                    from unnest(v_seed_theta, v_seed_phi) as s(theta, phi)) as dist,
                    case when n.kind = 'chunk' then 0 else (select count(*) from (
                         select 1 from tortus.edge m
                         where m.tenant_id = v_tenant and m.dst = n.node_id and m.type = 'mentions' limit 1000
@@ -370,6 +369,7 @@ begin
                                    where m.tenant_id = v_tenant and m.node_id = n.node_id
                                      and m.subgraph = any(v_seed_subgraphs))) as sub_ok
             from tortus.node n
+            cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, v_layout) c
             where n.tenant_id = v_tenant and n.node_id in (select s.node_id from scanned s)
         ), hop_scored as materialized (
             select s.parent, s.parent_strength, s.node_id, s.type, s.dir, s.w, s.conf, s.note, s.blocked,

@@ -11,33 +11,31 @@ returns table (node_id bigint, theta double precision, phi double precision, nei
 language sql stable
 set search_path = pg_catalog
 as $$
-    with placed_chunks as (
-        -- The live coordinates are read directly; the layout lookup only for ablations.
-        select n.node_id, n.theta, n.phi
-        from tortus.node n
-        where layout is null and n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and n.theta is not null
-        union all
-        select n.node_id, c.theta, c.phi
-        from tortus.node n
-        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
-        where layout is not null and n.tenant_id = tortus.current_tenant() and n.kind = 'chunk'
-          and c.theta is not null
-    ), s as (
-        select n.node_id, c.theta, c.phi
+    -- Angles are brought into [0, 2 pi) once per chunk, so the per-pair test is a few
+    -- subtractions; this runs for every seed against every chunk of the tenant.
+    with s as (
+        select n.node_id, c.theta, c.phi,
+               c.theta - 2 * pi() * floor(c.theta / (2 * pi())) as t, c.phi - 2 * pi() * floor(c.phi / (2 * pi())) as p
         from tortus.node n
         cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
         where n.tenant_id = tortus.current_tenant() and n.node_id = any(seeds) and c.theta is not null
-    ), placed as (
-        select count(*)::float8 as total from placed_chunks
+    ), placed as materialized (
+        select n.node_id, c.theta - 2 * pi() * floor(c.theta / (2 * pi())) as t,
+               c.phi - 2 * pi() * floor(c.phi / (2 * pi())) as p
+        from tortus.node n
+        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
+        where n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and c.theta is not null
+    ), total as (
+        select count(*)::float8 as n from placed
     )
     select s.node_id, s.theta, s.phi,
-           (select count(*) from placed_chunks n
-            where n.node_id <> s.node_id
-              and tortus.angle_gap(n.theta, s.theta) <= radius and tortus.angle_gap(n.phi, s.phi) <= radius
-              and tortus.torus_distance(n.theta, n.phi, s.theta, s.phi) <= radius)::integer,
+           (select count(*) from placed x
+            where x.node_id <> s.node_id
+              and least(abs(x.t - s.t), 2 * pi() - abs(x.t - s.t)) ^ 2
+                  + least(abs(x.p - s.p), 2 * pi() - abs(x.p - s.p)) ^ 2 <= radius ^ 2)::integer,
            -- Chunks spread evenly over the torus (area 4 pi^2) would put this many in the disc.
-           (placed.total - 1) * pi() * radius * radius / (4 * pi() * pi())
-    from s, placed
+           (total.n - 1) * pi() * radius * radius / (4 * pi() * pi())
+    from s, total
 $$;
 
 comment on function tortus.local_density(bigint[], double precision, text) is

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tortus_pg import migrate
-from tortus_pg.db import connect, tenant_scope
+from tortus_pg.db import APP_ROLE, connect, tenant_scope
 from tortus_pg.embed import Embedder, make_embedder
 from tortus_pg.engine import WALK_SEEDS, Answer, _Clock, _contradictions, answer
 from tortus_pg.errors import InvalidInput
@@ -187,11 +187,32 @@ def test_an_exhausted_time_budget_degrades_the_answer(ask: Ask) -> None:
     assert a.withheld and a.budget["ms"]["limit"] == 1
 
 
-def test_a_stage_over_its_time_is_cancelled_even_in_autocommit(engine_url: str) -> None:
-    with connect(engine_url, autocommit=True) as conn:
+def test_a_stage_over_its_time_is_cancelled_and_the_transaction_goes_on(engine_url: str) -> None:
+    with connect(engine_url, autocommit=True) as conn, conn.transaction():
+        conn.execute("create temporary table kept (x int) on commit drop")
         clock = _Clock(conn, 200)
+        clock.attempt("write", lambda: conn.execute("insert into kept values (1)"), None)
         slept = clock.attempt("sleep", lambda: conn.execute("select pg_sleep(2)").fetchone(), None)
         assert slept is None and clock.degraded == ["sleep"]  # cancelled by the statement timeout
+        clock.close()
+        # Rolled back to the cancelled stage's savepoint only: the earlier stage's work stays.
+        assert conn.execute("select count(*) from kept").fetchone() == (1,)
+
+
+def test_an_autocommit_connection_gets_a_transaction_for_the_stages(engine_url: str, embedder: Embedder) -> None:
+    def ask_on(conn: psycopg.Connection) -> Answer:
+        return answer(conn, CLAUSE, embedder=embedder, store=False)
+
+    with connect(engine_url, autocommit=True) as conn:
+        conn.execute("set statement_timeout = '7s'")
+        with tenant_scope(conn, TENANT):  # the answer's stages run in this scope's transaction
+            assert ask_on(conn).evidence
+        # Outside any transaction the engine opens its own and leaves none behind.
+        conn.execute("select set_config('tortus.tenant', %s, false)", [TENANT])
+        conn.execute(f"set role {APP_ROLE}")
+        assert ask_on(conn).evidence
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert conn.execute("show statement_timeout").fetchone() == ("7s",)
 
 
 def test_evidence_fits_the_token_budget(ask: Ask) -> None:

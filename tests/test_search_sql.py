@@ -86,6 +86,23 @@ def test_bm25_equals_reference_before_and_after_updates_and_deletes(conn: psycop
         assert_matches_reference(conn)
 
 
+def test_bm25_within_ranks_only_the_given_chunks_with_corpus_statistics(conn: psycopg.Connection) -> None:
+    rng = random.Random(11)
+    tenants.create_tenant(conn, "bw")
+    with tenant_scope(conn, "bw"):
+        ids = add_chunks(conn, [random_text(rng) for _ in range(200)])
+        for q in QUERIES:
+            within = rng.sample(ids, 60)
+            expected = {n: s for n, s in reference_bm25(conn, q).items() if n in within}
+            rows = conn.execute("select node_id, score, rank from tortus.bm25_search(%s, 5, within => %s)",
+                                [q, within]).fetchall()
+            best = sorted(expected, key=lambda n: (-expected[n], n))[:5]
+            assert [r[0] for r in rows] == best, q
+            assert [r[2] for r in rows] == list(range(1, len(best) + 1))
+            for node_id, score, _ in rows:
+                assert score == pytest.approx(expected[node_id], abs=1e-9, rel=1e-9)
+
+
 def test_exact_terms_rank_their_chunk_first(conn: psycopg.Connection) -> None:
     tenants.create_tenant(conn, "ex")
     with tenant_scope(conn, "ex"):

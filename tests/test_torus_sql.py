@@ -1,11 +1,15 @@
-"""Properties of tortus.torus_distance and tortus.shard_of, checked in PostgreSQL."""
+"""Properties of tortus.torus_distance, tortus.shard_of and tortus.local_density, checked in PostgreSQL."""
 
 import math
+import random
 
 import psycopg
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
+from tortus_pg import tenants
+from tortus_pg.db import tenant_scope
 
 TAU = 2 * math.pi
 angle = st.floats(min_value=-50.0, max_value=50.0, allow_nan=False)
@@ -107,3 +111,39 @@ def test_every_shard_is_used(session_conn: psycopg.Connection) -> None:
 def test_shard_rejects_nonpositive_count(conn: psycopg.Connection) -> None:
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="n_shards must be at least 1"):
         conn.execute("select tortus.shard_of(0, 0, 0)")
+
+
+def test_local_density_counts_the_chunks_within_the_radius(conn: psycopg.Connection) -> None:
+    """Against a count in Python, with a seed near the wrap and a stored alternative layout whose
+    angles lie outside [0, 2 pi)."""
+    rng = random.Random(5)
+    points = [(rng.uniform(0, TAU), rng.uniform(0, TAU)) for _ in range(300)]
+    points[0] = (0.01, TAU - 0.01)
+    other = [(rng.uniform(-TAU, 2 * TAU), rng.uniform(-TAU, 2 * TAU)) for _ in points]
+    tenants.create_tenant(conn, "dens")
+    with tenant_scope(conn, "dens"):
+        ids = [r[0] for r in conn.execute(
+            "insert into tortus.node (tenant_id, kind, key, label, theta, phi, props) "
+            "select 'dens', 'chunk', 'c' || i, 'c', t, p, jsonb_build_object('layouts', jsonb_build_object("
+            "'other', jsonb_build_array(ot, op))) "
+            "from unnest(%s::float8[], %s::float8[], %s::float8[], %s::float8[]) with ordinality as x(t, p, ot, op, i) "
+            "returning node_id",
+            [[t for t, _ in points], [p for _, p in points], [t for t, _ in other], [p for _, p in other]],
+        ).fetchall()]
+        seeds = ids[:6]
+        for layout, coords in ((None, points), ("other", other)):
+            for radius in (0.3, math.pi / 2, 2.5):
+                rows = conn.execute("select node_id, neighbours, expected from tortus.local_density(%s, %s, %s)",
+                                    [seeds, radius, layout]).fetchall()
+                got = {r[0]: (r[1], r[2]) for r in rows}
+                for i, seed in enumerate(seeds):
+                    near = sum(1 for j, c in enumerate(coords) if j != i and gap_distance(coords[i], c) <= radius)
+                    assert got[seed] == (near, pytest.approx((len(coords) - 1) * math.pi * radius ** 2 / (4 * math.pi ** 2)))
+                assert sum(n for n, _ in got.values()) > 0
+
+
+def gap_distance(a: tuple[float, float], b: tuple[float, float]) -> float:
+    def gap(x: float, y: float) -> float:
+        d = abs(x - y) % TAU
+        return min(d, TAU - d)
+    return math.hypot(gap(a[0], b[0]), gap(a[1], b[1]))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -97,13 +97,15 @@ class Answer:
 
 class _Clock:
     """Wall-clock deadline plus per-stage timings; each SQL stage gets the remaining time as its
-    statement timeout."""
+    statement timeout, inside a savepoint that a cancelled stage rolls back to (the caller's
+    transaction stays usable). Use inside a transaction."""
 
     def __init__(self, conn: psycopg.Connection, max_ms: int) -> None:
         self.conn, self.max_ms = conn, max_ms
         self.start = time.perf_counter()
         self.timings: dict[str, float] = {}
         self.degraded: list[str] = []
+        self.savepoint = False
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.start) * 1000
@@ -116,15 +118,23 @@ class _Clock:
         if self.remaining_ms() <= 0:
             raise DeadlineReached(name)
         began = time.perf_counter()
+        # One round trip per stage: the previous stage's savepoint is released, this stage's
+        # opened and its timeout set (a local setting, undone by a rollback to the savepoint).
+        self.conn.execute(("release savepoint tortus_stage; " if self.savepoint else "")
+                          + f"savepoint tortus_stage; set local statement_timeout = {max(self.remaining_ms(), 1)}")
+        self.savepoint = True
         try:
-            # Set inside the stage's (sub)transaction: on an autocommit connection a local
-            # setting made before it would end with its own statement.
-            with self.conn.transaction():
-                self.conn.execute("select set_config('statement_timeout', %s, true)",
-                                  [f"{max(self.remaining_ms(), 1)}ms"])
-                yield
+            yield
+        except BaseException:
+            self.conn.execute("rollback to savepoint tortus_stage")
+            raise
         finally:
             self.timings[f"{name}_ms"] = round((time.perf_counter() - began) * 1000, 2)
+
+    def close(self) -> None:
+        if self.savepoint:
+            self.conn.execute("release savepoint tortus_stage")
+            self.savepoint = False
 
     def attempt(self, name: str, fn: Callable[[], _T], fallback: _T) -> _T:
         """Run one stage; when the budget runs out before or during it, record why and go on."""
@@ -332,14 +342,18 @@ def answer(
     embed_ms = round((time.perf_counter() - began) * 1000, 2)
     clock = _Clock(conn, policy.max_ms)
     clock.timings["embed_ms"] = embed_ms
-    previous_timeout = conn.execute("select current_setting('statement_timeout')").fetchone()
     notes = list(warnings)
-    try:
-        result = _plan(conn, question, vector, embedder, policy, k, ts_config, scorer, synthesizer, clock, notes,
-                       layout)
-    finally:
-        restore = previous_timeout[0] if previous_timeout else "0"
-        conn.execute("select set_config('statement_timeout', %s, true)", [restore])
+    # The stages' savepoints need a transaction: an autocommit connection gets one for the plan.
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    with conn.transaction() if idle else nullcontext():
+        previous_timeout = conn.execute("select current_setting('statement_timeout')").fetchone()
+        try:
+            result = _plan(conn, question, vector, embedder, policy, k, ts_config, scorer, synthesizer, clock, notes,
+                           layout)
+        finally:
+            clock.close()
+            restore = previous_timeout[0] if previous_timeout else "0"
+            conn.execute("select set_config('statement_timeout', %s, true)", [restore])
     if store:
         result.trace_id = store_trace(conn, result, policy)
     return result
@@ -706,12 +720,12 @@ cross join lateral (
                    join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
                    where d.tenant_id = n.tenant_id and d.dst = c.concept and d.type = 'defines'
                      and dn.source_id = n.source_id) as own_document
-    from tortus.bm25_search(%(q)s || ' ' || c.label, 100, config => %(cfg)s::regconfig) b
+    from tortus.bm25_search(%(q)s || ' ' || c.label, %(k)s, config => %(cfg)s::regconfig,
+                            within => array(select m.src from tortus.edge m
+                                            where m.tenant_id = tortus.current_tenant() and m.dst = c.concept
+                                              and m.type in ('mentions', 'defines'))) b
     join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
     where b.node_id <> all(%(exclude)s::bigint[])
-      and exists (select 1 from tortus.edge m
-                  where m.tenant_id = n.tenant_id and m.src = n.node_id and m.dst = c.concept
-                    and m.type in ('mentions', 'defines'))
     order by own_document desc, b.rank
     limit 1
 ) f
@@ -719,6 +733,7 @@ order by f.own_document desc, c.in_claim desc, f.score desc, c.concept
 limit 1
 """
 BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
+FOLLOW_CANDIDATES = 100  # best-matching chunks about a bridge weighed for the hop
 
 
 @dataclass(frozen=True)
@@ -757,7 +772,7 @@ def _follow_bridge(
     row = conn.execute(_FOLLOW, {
         "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
         "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
-        "exclude": [e.node_id for e in evidence],
+        "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES,
     }).fetchone()
     if row is None:
         return None
