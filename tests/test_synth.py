@@ -12,7 +12,7 @@ from openai_server import openai_server
 from tortus_pg.db import tenant_scope
 from tortus_pg.engine import Evidence
 from tortus_pg.llm import ChatClient
-from tortus_pg.synth import LLMSynthesizer, Terms, _unasked, synthesize
+from tortus_pg.synth import LLMSynthesizer, Terms, _unasked, lexemes, synthesize
 
 CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated at least every 90 days."
 OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."
@@ -91,6 +91,14 @@ def test_claims_must_mention_what_the_question_names() -> None:
     other_service = _unasked(terms, {"p99", "latenc", "target", "gateway"})
     assert other_service == "the sentences that match the question do not mention Ledger Service"
     assert _unasked(terms, {"p99", "latenc", "target", "ledger", "servic"}) is None
+
+
+def test_lexemes_are_remembered_per_configuration(db: psycopg.Connection) -> None:
+    texts = ["Keys are rotated every 90 days.", "Keys are rotated every 90 days.", "Running retries"]
+    fresh = [set(r[0]) for r in db.execute(
+        "select array(select lexeme from unnest(to_tsvector('english', t))) from unnest(%s::text[]) t", [texts])]
+    assert lexemes(db, texts) == fresh == lexemes(db, texts)
+    assert lexemes(db, ["Running retries"], "simple") == [{"running", "retries"}]
 
 
 def test_llm_claims_are_checked_against_the_evidence_they_cite(db: psycopg.Connection) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -82,9 +83,27 @@ def question_terms(
     return Terms(weights, identifiers, {n: frozenset(w) for n, w in named.items() if w}, spelled)
 
 
+LEXEME_CACHE = 5_000  # texts whose lexemes are remembered (per database and configuration)
+_lexeme_cache: OrderedDict[tuple[str, str, str, str], frozenset[str]] = OrderedDict()
+
+
 def lexemes(conn: psycopg.Connection, texts: Sequence[str], ts_config: str = "english") -> list[set[str]]:
-    """The lexemes of each text, as BM25 sees them."""
-    return [set(r[0]) for r in conn.execute(_LEXEMES, {"texts": list(texts), "cfg": ts_config}).fetchall()]
+    """The lexemes of each text, as BM25 sees them. Synthesis asks for the same evidence
+    sentences several times per answer, and the same chunks recur across questions, so only
+    texts not seen before go to the server."""
+    place = (conn.info.host, conn.info.dbname, ts_config)
+    missing = list(dict.fromkeys(t for t in texts if (*place, t) not in _lexeme_cache))
+    if missing:
+        rows = conn.execute(_LEXEMES, {"texts": missing, "cfg": ts_config}).fetchall()
+        for text, row in zip(missing, rows, strict=True):
+            _lexeme_cache[(*place, text)] = frozenset(row[0])
+    found = []
+    for text in texts:
+        _lexeme_cache.move_to_end((*place, text))
+        found.append(set(_lexeme_cache[(*place, text)]))
+    while len(_lexeme_cache) > LEXEME_CACHE:
+        _lexeme_cache.popitem(last=False)
+    return found
 
 
 def coverage_of(conn: psycopg.Connection, terms: Terms, texts: Sequence[str], ts_config: str = "english") -> float:
