@@ -9,6 +9,7 @@ throw-away tenant per embedder, deleted first so the embedding cache is cold.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from pathlib import Path
 
@@ -44,10 +45,8 @@ def main() -> None:
 
         tenant = f"bench-{name}"
         with connect(url) as conn:
-            try:
+            with contextlib.suppress(TenantNotFound):
                 tenants.delete_tenant(conn, tenant)
-            except TenantNotFound:
-                pass
             tenants.create_tenant(conn, tenant)
             conn.commit()
             start = time.perf_counter()

@@ -162,9 +162,8 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def demo(pg_server: Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A workspace whose database holds the demo corpus (hash embedder); returns (workspace, env)."""
-    from typer.testing import CliRunner
-
     from tortus_pg.cli.main import app
+    from typer.testing import CliRunner
 
     url = pg_server.create_database("tortus_demo")
     migrate.upgrade(url)

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from typer.testing import CliRunner
-
 from tortus_pg.cli.main import app
+from typer.testing import CliRunner
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "sql.md"
 BLOCKS = re.findall(r"```sql\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)

@@ -36,7 +36,12 @@ def test_torus_layout_keeps_clusters_together() -> None:
         d = np.abs(a - b) % TAU
         return float(np.hypot(*np.minimum(d, TAU - d)))
 
-    within = np.mean([gap(c[i], c[j]) for k in range(4) for i in range(k * 25, k * 25 + 5) for j in range(k * 25 + 5, k * 25 + 10)])
+    within = np.mean([
+        gap(c[i], c[j])
+        for k in range(4)
+        for i in range(k * 25, k * 25 + 5)
+        for j in range(k * 25 + 5, k * 25 + 10)
+    ])
     between = np.mean([gap(c[i], c[j]) for i in range(0, 5) for j in range(25, 100, 7)])
     assert within < between / 3
 

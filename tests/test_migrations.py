@@ -18,7 +18,8 @@ union all
 select 'constraint', conrelid::regclass || ' ' || pg_get_constraintdef(oid)
 from pg_constraint where connamespace = 'tortus'::regnamespace
 union all
-select 'policy', tablename || ' ' || policyname || ' ' || coalesce(qual, '') from pg_policies where schemaname = 'tortus'
+select 'policy', tablename || ' ' || policyname || ' ' || coalesce(qual, '')
+    from pg_policies where schemaname = 'tortus'
 union all
 select 'function', p.oid::regprocedure::text || ' ' || p.provolatile::text
 from pg_proc p where p.pronamespace = 'tortus'::regnamespace

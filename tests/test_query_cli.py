@@ -4,9 +4,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
 from tortus_pg.cli.main import app
+from typer.testing import CliRunner
 
 runner = CliRunner()
 

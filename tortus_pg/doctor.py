@@ -110,7 +110,7 @@ def _rls(conn: psycopg.Connection) -> Check:
         """,
         [SCHEMA],
     ).fetchall()
-    state = dict(rows)
+    state: dict[str, bool] = dict(rows)
     bad = sorted(t for t in TENANT_TABLES if not state.get(t, False))
     if bad:
         return Check(

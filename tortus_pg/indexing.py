@@ -92,4 +92,5 @@ def store_layout(conn: psycopg.Connection, layout: str, *, seed: int = 0) -> int
 def _circular_mean(angles: np.ndarray) -> np.ndarray:
     """Per-column circular mean in [0, 2*pi)."""
     mean = np.arctan2(np.sin(angles).mean(axis=0), np.cos(angles).mean(axis=0))
-    return np.mod(mean, 2 * np.pi)
+    wrapped: np.ndarray = np.mod(mean, 2 * np.pi)
+    return wrapped

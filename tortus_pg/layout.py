@@ -19,7 +19,7 @@ TAU = 2 * np.pi
 def _components(x: np.ndarray, k: int) -> np.ndarray:
     centered = x - x.mean(axis=0)
     _, _, vt = np.linalg.svd(centered, full_matrices=False)
-    out = centered @ vt[:k].T
+    out: np.ndarray = centered @ vt[:k].T
     if out.shape[1] < k:  # fewer points or dimensions than components
         out = np.hstack([out, np.zeros((out.shape[0], k - out.shape[1]))])
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from importlib.resources import files
 from pathlib import Path
+from typing import TextIO, cast
 
 import psycopg
 from alembic import command
@@ -27,7 +28,12 @@ def sql_files() -> list[Path]:
 
 
 def alembic_config(url: str, stdout: io.TextIOBase | None = None) -> Config:
-    cfg = Config(stdout=stdout, output_buffer=stdout) if stdout is not None else Config()
+    if stdout is None:
+        cfg = Config()
+    else:
+        # Alembic annotates these as TextIO but only calls .write() on them, which TextIOBase provides.
+        stream = cast(TextIO, stdout)
+        cfg = Config(stdout=stream, output_buffer=stream)
     cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.attributes["url"] = url
     return cfg
@@ -75,7 +81,7 @@ def apply_sql(conn: psycopg.Connection) -> list[str]:
     with conn.transaction():
         for path in sql_files():
             try:
-                conn.execute(path.read_text(encoding="utf-8"))  # type: ignore[arg-type]
+                conn.execute(path.read_text(encoding="utf-8"))
             except psycopg.Error as exc:
                 raise TortusError(f"{path.name}: {exc}") from None
             names.append(path.name)

@@ -87,7 +87,7 @@ def search(
         vector = query_vector if query_vector is not None else embed_query(embedder, query, f"{mode} search")
     params = {"q": query, "v": vector, "k": k, "bw": bm25_weight, "vw": vector_weight, "rrf": rrf_k, "cfg": ts_config}
     with conn.cursor(row_factory=class_row(Hit)) as cur:
-        return cur.execute(_HITS.format(leg=_LEGS[mode]), params).fetchall()  # type: ignore[arg-type]
+        return cur.execute(_HITS.format(leg=_LEGS[mode]), params).fetchall()
 
 
 def embed_query(embedder: Embedder | None, query: str, purpose: str = "this search") -> np.ndarray:

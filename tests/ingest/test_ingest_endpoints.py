@@ -5,10 +5,10 @@ from pathlib import Path
 
 import psycopg
 from openai_server import openai_server
+from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
 from tortus_pg import migrate
-from tortus_pg.cli.main import app
 from tortus_pg.db import connect
 
 DOC = "# Key Vault\n\nThe Token Service relies on Key Vault for signing keys, rotated every 90 days.\n"
@@ -51,7 +51,11 @@ def test_ingest_with_openai_embeddings_and_llm_extraction(fresh_db, tmp_path: Pa
         assert "1 ingested" in result.output and "llm: 1 requests" in result.output
         assert "vector index node_embedding_32_hnsw" in result.output
         assert server.bodies("/v1/chat/completions")[0]["response_format"]["type"] == "json_schema"
-        auth = [r.headers.get("authorization", r.headers.get("Authorization")) for r in server.requests if r.path == "/v1/embeddings"]
+        auth = [
+            r.headers.get("authorization", r.headers.get("Authorization"))
+            for r in server.requests
+            if r.path == "/v1/embeddings"
+        ]
         assert auth and set(auth) == {"Bearer sk-test"}
     with connect(url) as conn:
         rows = conn.execute(
@@ -60,14 +64,20 @@ def test_ingest_with_openai_embeddings_and_llm_extraction(fresh_db, tmp_path: Pa
                join tortus.evidence_span s on s.edge_id = e.edge_id
                where e.type = 'depends_on' and a.label = 'Token Service' and b.label = 'Key Vault'"""
         ).fetchall()
-        dims = conn.execute("select distinct vector_dims(embedding), embedding_model from tortus.node where kind = 'chunk'").fetchall()
+        dims = conn.execute(
+            "select distinct vector_dims(embedding), embedding_model from tortus.node where kind = 'chunk'"
+        ).fetchall()
     assert ("llm:test-chat", "The Token Service relies on Key Vault for signing keys") in rows
     assert dims == [(32, "openai:test-embed")]
 
 
 def test_llm_flag_without_endpoint_is_a_clear_error(tmp_path: Path, db_url: str) -> None:
     (tmp_path / "a.md").write_text(DOC)
-    result = CliRunner().invoke(app, ["--workspace", str(tmp_path), "--database-url", db_url, "ingest", str(tmp_path / "a.md"), "--llm"], env={"TORTUS_LLM_BASE_URL": ""})
+    result = CliRunner().invoke(
+        app,
+        ["--workspace", str(tmp_path), "--database-url", db_url, "ingest", str(tmp_path / "a.md"), "--llm"],
+        env={"TORTUS_LLM_BASE_URL": ""},
+    )
     assert result.exit_code != 0
     assert "TORTUS_LLM_BASE_URL" in str(result.exception)
     _ = psycopg  # the database is untouched: the error comes before any connection work
@@ -76,7 +86,8 @@ def test_llm_flag_without_endpoint_is_a_clear_error(tmp_path: Path, db_url: str)
 def test_size_limit_is_configurable_and_named(tmp_path: Path, db_url: str) -> None:
     (tmp_path / "big.md").write_text("# Big\n\n" + "word " * 60_000)
     result = CliRunner().invoke(
-        app, ["--workspace", str(tmp_path), "--database-url", db_url, "ingest", str(tmp_path / "big.md"), "--max-mb", "0.1"],
+        app,
+        ["--workspace", str(tmp_path), "--database-url", db_url, "ingest", str(tmp_path / "big.md"), "--max-mb", "0.1"],
         env={"TORTUS_EMBEDDER": "hash"},
     )
     assert result.exit_code == 1
