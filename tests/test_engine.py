@@ -154,9 +154,10 @@ def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:
 
 # Answers the engine must get right, by what makes each work: the table row keyed by the code
 # (q02), bridges followed from the claim (q13, q22) or named outside the quoted sentence (q23),
-# a bridge followed from a withheld draft (q14).
+# a bridge followed from a withheld draft (q14), the clause a named service implements (q17).
 ANSWERS = {"q02": "Ledger write timed out", "q13": "Platform Team", "q14": "30 days before expiry",
-           "q21": "Key Vault", "q22": "Data Platform Team", "q23": "Core Ledger Team"}
+           "q17": "at least every 90 days", "q21": "Key Vault", "q22": "Data Platform Team",
+           "q23": "Core Ledger Team"}
 
 
 @pytest.mark.parametrize("qid", ANSWERS)
@@ -164,6 +165,15 @@ def test_answers_contain_what_the_golden_set_expects(ask: Ask, qid: str) -> None
     a = ask(GOLDEN[qid])
     assert not a.withheld and a.answer is not None and ANSWERS[qid] in a.answer, (a.answer, a.warnings)
     assert all(c["support"] == "supported" and c["span"][0] < c["span"][1] for c in a.claims)
+
+
+def test_a_requirement_applies_to_what_implements_it(ask: Ask) -> None:
+    # Clause 7.3.2 never names Token Service; the service's handbook says it implements the
+    # clause, so that sentence joins the answer as the reason the clause applies.
+    a = ask(GOLDEN["q17"])
+    assert {"from": "Token Service", "to": "clause 7.3.2"} in a.diagnostics["implements"]
+    assert [c["text"].split(" ", 3)[:3] for c in a.claims] == [["Token", "Service", "implements"],
+                                                              ["7.3.2", "Signing", "keys"]]
 
 
 def test_a_followed_bridge_ranks_after_the_chunk_naming_it(ask: Ask) -> None:

@@ -12,7 +12,7 @@ from openai_server import openai_server
 from tortus_pg.db import tenant_scope
 from tortus_pg.engine import Evidence
 from tortus_pg.llm import ChatClient
-from tortus_pg.synth import LLMSynthesizer, Terms, _unasked, lexemes, synthesize
+from tortus_pg.synth import LLMSynthesizer, Terms, _unasked, lexemes, question_terms, synthesize
 
 CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated at least every 90 days."
 OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."
@@ -91,6 +91,24 @@ def test_claims_must_mention_what_the_question_names() -> None:
     other_service = _unasked(terms, {"p99", "latenc", "target", "gateway"})
     assert other_service == "the sentences that match the question do not mention Ledger Service"
     assert _unasked(terms, {"p99", "latenc", "target", "ledger", "servic"}) is None
+
+
+def test_what_a_named_thing_implements_answers_for_it_with_the_sentence_saying_so(db: psycopg.Connection) -> None:
+    token = ("Token Service relies on Key Vault for its signing keys. "
+             "Token Service implements clause 7.3.2 of the Information Security Policy.")
+    evidence = [EVIDENCE[0], Evidence(3, "Token Service > Signing keys", "security/token-service.md", 0, len(token),
+                                      None, token, 0.0, "seed")]
+    question = "How often must the Token Service rotate its signing keys?"
+    plain = question_terms(db, question, names=["Token Service"])
+    withheld = synthesize(db, question, evidence, terms=plain)
+    assert withheld.withheld and "do not mention Token Service" in withheld.warnings[0]
+    inheriting = question_terms(db, question, names=["Token Service"], inherits={"Token Service": ["clause 7.3.2"]})
+    out = synthesize(db, question, evidence, terms=inheriting)
+    assert not out.withheld and [c["text"] for c in out.claims] == [
+        CLAUSE, "Token Service implements clause 7.3.2 of the Information Security Policy."]
+    # What the thing implements must be what the claims quote: another clause links nothing.
+    other = question_terms(db, question, names=["Token Service"], inherits={"Token Service": ["clause 7.2.3"]})
+    assert synthesize(db, question, evidence, terms=other).withheld
 
 
 def test_lexemes_are_remembered_per_configuration(db: psycopg.Connection) -> None:

@@ -374,6 +374,11 @@ def _plan(
     # them are not bridges worth following.
     concepts: list[tuple[int, bool]] = clock.attempt("link", lambda: concepts_in(conn, question), [])
     named = [] if policy.no_personalization else [node for node, defined in concepts if defined]
+    # What a named thing implements (a standard, a clause, a decision) applies to it: a defined
+    # one starts the walk too, and synthesis may quote it.
+    implements: list[tuple[int, str, int, str, bool]] = clock.attempt(
+        "implements", partial(_implemented, conn, named), []) if named else []
+    named_or_implemented = list(dict.fromkeys([*named, *(y for *_, y, _, defined in implements if defined)]))
     no_density: tuple[float | None, list[dict[str, Any]]] = (None, [])
     radius, density = clock.attempt("density", lambda: walk_radius(conn, walk_seeds, layout), no_density)
 
@@ -381,21 +386,27 @@ def _plan(
     portals = 1 if policy.portal_preference == "prefer" or (policy.portal_preference == "auto" and domains > 1) else 0
     walk_policy = _walk_policy(policy, radius, portals, layout)
     no_walk: tuple[list[_Reached], list[dict[str, Any]]] = ([], [])
-    reached, pruned = clock.attempt("walk", lambda: _walk(conn, walk_seeds + named, vector, walk_policy), no_walk)
+    reached, pruned = clock.attempt("walk", lambda: _walk(conn, walk_seeds + named_or_implemented, vector, walk_policy),
+                                    no_walk)
     portal_decisions = [{"stage": "walk", "allowed": walk_policy["max_portal_hops"] > 0,
                          "why": f"seeds span {domains} subgraph(s); portal_preference {policy.portal_preference}"}]
     if policy.failover_level >= 1 and radius is not None and len([r for r in reached if r.hop > 0]) < k:
         # Too little inside the radius: widen to the whole torus once.
         walk_policy = {**walk_policy, "torus_radius": None}
-        again = clock.attempt("walk_wide", lambda: _walk(conn, walk_seeds + named, vector, walk_policy), None)
+        again = clock.attempt("walk_wide", lambda: _walk(conn, walk_seeds + named_or_implemented, vector, walk_policy),
+                              None)
         if again is not None:
             reached, pruned = again
             notes.append("the walk found too little within the torus radius and was widened")
     candidates = [*seed_ids, *(r.node_id for r in reached)]
     info: dict[int, _Chunk] = clock.attempt("candidates", lambda: _chunk_info(conn, candidates, vector), {})
-    ranking, scores = _rank(hits, reached, info, scorer, named)
+    ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
     # The question's weighted terms, once: for the portal decision here and for synthesis.
-    terms = clock.attempt("terms", lambda: question_terms(conn, question, ts_config, _labels(conn, named)), None)
+    inherits: dict[str, list[str]] = {}
+    for _, x_label, _, y_label, _ in implements:
+        inherits.setdefault(x_label, []).append(y_label)
+    terms = clock.attempt("terms", lambda: question_terms(conn, question, ts_config, _labels(conn, named), inherits),
+                          None)
     coverage = 1.0 if terms is None else clock.attempt(
         "coverage", lambda: coverage_of(conn, terms, _texts(ranking[:k], info), ts_config), 1.0)
     low = coverage < LOW_COVERAGE and not portals and policy.portal_preference == "auto" and not policy.local_only
@@ -405,14 +416,15 @@ def _plan(
                                  "why": f"coverage {coverage:.2f} is low, but no portal leaves the nodes reached"})
     elif low:
         walk_policy = {**walk_policy, "max_portal_hops": 1}
-        again = clock.attempt("portal_walk", lambda: _walk(conn, walk_seeds + named, vector, walk_policy), None)
+        again = clock.attempt("portal_walk",
+                              lambda: _walk(conn, walk_seeds + named_or_implemented, vector, walk_policy), None)
         portal_decisions.append({"stage": "portal_walk", "allowed": True,
                                  "why": f"coverage {coverage:.2f} of the question is below {LOW_COVERAGE}"})
         if again is not None:
             reached, pruned = again
             info = {**info, **clock.attempt("candidates", lambda: _chunk_info(
                 conn, [r.node_id for r in reached if r.node_id not in info], vector), {})}
-            ranking, scores = _rank(hits, reached, info, scorer, named)
+            ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
 
     evidence, tokens = _select(ranking, info, hits, scores, k, policy.max_tokens)
 
@@ -429,7 +441,7 @@ def _plan(
     synthesis = None if terms is None else clock.attempt("synthesis", partial(synthesized, links), None)
     # The answer may stop at a bridge ("... caused by Key Vault"), or a withheld draft may name
     # one: follow it to what the question still asks, while the hop budget allows.
-    mentioned = [node for node, _ in concepts]
+    mentioned = [*(node for node, _ in concepts), *(y for *_, y, _, _ in implements)]
     for _ in range(policy.max_hops - 1):
         if synthesis is None or not (synthesis.claims or synthesis.draft):
             break
@@ -478,7 +490,8 @@ def _plan(
     diagnostics: dict[str, Any] = {
         "seeds": [{"node_id": h.node_id, "label": h.label, "rank": h.rank, "bm25_rank": h.bm25_rank,
                    "vector_rank": h.vector_rank, "heading_match": h.heading_match} for h in hits],
-        "named_concepts": named, "density": density, "radius": radius, "portals": portal_decisions,
+        "named_concepts": named, "implements": [{"from": x, "to": y} for _, x, _, y, _ in implements],
+        "density": density, "radius": radius, "portals": portal_decisions,
         "pruned": pruned if policy.explain else pruned[:20], "pruned_total": len(pruned),
         "reached_chunks": len(scores), "coverage": round(synthesis.coverage, 4), "missing_terms": synthesis.missing,
         "contradictions": contradictions, "timings": clock.timings, "degraded": clock.degraded,
@@ -491,6 +504,22 @@ def _plan(
 def _count(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> int:
     row = conn.execute(query, params).fetchone()
     return int(row[0]) if row else 0
+
+
+_IMPLEMENTED = """
+select e.src, x.label, e.dst, y.label,
+       exists (select 1 from tortus.edge d where d.tenant_id = y.tenant_id and d.dst = y.node_id and d.type = 'defines')
+from tortus.edge e
+join tortus.node x on x.tenant_id = e.tenant_id and x.node_id = e.src
+join tortus.node y on y.tenant_id = e.tenant_id and y.node_id = e.dst
+where e.tenant_id = tortus.current_tenant() and e.type = 'implements' and e.src = any(%s::bigint[])
+order by e.src, e.dst
+"""
+
+
+def _implemented(conn: psycopg.Connection, nodes: Sequence[int]) -> list[tuple[int, str, int, str, bool]]:
+    """(node, its label, what it implements, that one's label, whether some chunk defines it)."""
+    return [(a, x, b, y, bool(d)) for a, x, b, y, d in conn.execute(_IMPLEMENTED, [list(nodes)]).fetchall()]
 
 
 def _labels(conn: psycopg.Connection, nodes: Sequence[int]) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -55,6 +55,9 @@ class Terms:
     identifiers: frozenset[str]
     names: dict[str, frozenset[str]] = field(default_factory=dict)
     spelled: dict[str, str] = field(default_factory=dict)  # identifier lexeme -> as the question writes it
+    # name -> the lexemes of each standard, clause or decision the named thing implements
+    # (an `implements` edge): what such a text requires applies to the named thing.
+    inherits: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -66,21 +69,28 @@ class Terms:
 
 
 def question_terms(
-    conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = ()
+    conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = (),
+    inherits: Mapping[str, Sequence[str]] | None = None,
 ) -> Terms:
     """Lexemes of the question (minus framing words) weighted by IDF (unseen terms weigh most),
-    and the lexemes of the `names` the question is about."""
+    the lexemes of the `names` the question is about, and of what each name implements
+    (`inherits`: name -> labels)."""
     rows = conn.execute(_TERMS, {"q": question, "cfg": ts_config}).fetchall()
     weights = {}
     for lexeme, df, n, _ in rows:
         if lexeme in FRAME_WORDS:
             continue
         weights[lexeme] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    named = dict(zip(names, lexemes(conn, names, ts_config), strict=True)) if names else {}
+    inherits = inherits or {}
+    implemented = sorted({label for labels in inherits.values() for label in labels})
+    found = dict(zip([*names, *implemented], lexemes(conn, [*names, *implemented], ts_config), strict=True))
     identifiers = frozenset(r[0] for r in rows if r[3])
     tokens = [t.strip(_PUNCTUATION) for t in question.split()]
     spelled = {i: next((t for t in tokens if i in t.casefold()), i) for i in identifiers}
-    return Terms(weights, identifiers, {n: frozenset(w) for n, w in named.items() if w}, spelled)
+    inherited = {name: tuple(frozenset(found[label]) for label in labels if found[label])
+                 for name, labels in inherits.items() if name in names}
+    return Terms(weights, identifiers, {n: frozenset(found[n]) for n in names if found[n]}, spelled,
+                 {name: sets for name, sets in inherited.items() if sets})
 
 
 LEXEME_CACHE = 5_000  # texts whose lexemes are remembered (per database and configuration)
@@ -287,6 +297,16 @@ def _quote(
             break
         chosen.append(-neg_j)
         covered |= sets[-neg_j]
+    # A named thing the claims do not mention may implement what they quote ("Token Service
+    # implements clause 7.3.2" beside clause 7.3.2's text): the chain's sentence that says so
+    # joins the claims, as the reason the quoted requirement applies to it.
+    for name, words in terms.names.items():
+        standard = next((w for w in terms.inherits.get(name, ()) if w <= covered), None)
+        if chosen and not words <= covered and standard is not None:
+            link = next((j for j in range(len(sentences)) if j not in chosen and words | standard <= own[j]), None)
+            if link is not None:
+                chosen.append(link)
+                covered |= own[link]
     chosen.sort(key=lambda j: (sentences[j][0], sentences[j][1]))
     claims = []
     for n, j in enumerate(chosen, 1):
