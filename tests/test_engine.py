@@ -294,15 +294,26 @@ def test_the_scorer_ranks_what_the_walk_reached(ask: Ask) -> None:
 
 
 def test_contradiction_is_found_in_the_chunk_that_states_it(db: psycopg.Connection) -> None:
-    # q24 (Checkout Gateway retries) is answered from ADR-007's context chunk, not the decision
-    # chunk that states the contradiction, so the engine reports none for it; this checks the
-    # detection on the ADR's chunks directly.
+    # The detection on ADR-007's own chunks: the decision chunk states the contradiction.
     found = _contradictions(db, [n for (n,) in db.execute(_CHUNKS_OF, ["%adr-007-retry-budget.md"])])
     assert [c["statement"] for c in found] == ["ADR-007 contradicts Checkout Retry Runbook"]
     evidence = found[0]["evidence"]
     assert evidence["uri"].endswith("adr-007-retry-budget.md") and "contradicts" in evidence["text"]
     assert source_text(db, evidence["uri"], *evidence["span"]) == evidence["text"]
     assert _contradictions(db, [n for (n,) in db.execute(_CHUNKS_OF, ["%checkout-retry-runbook.md"])]) == []
+
+
+def test_a_quoted_source_that_a_newer_one_overrules_is_flagged(ask: Ask, db: psycopg.Connection) -> None:
+    # q24 quotes ADR-007's context on the runbook's old three retries; the decision chunk that
+    # supersedes and contradicts the runbook is not in the evidence, but its edges are found
+    # from what the claim names.
+    a = ask(GOLDEN["q24"])
+    assert a.answer and any("Checkout Retry Runbook" in c["text"] for c in a.claims)
+    found = {c["statement"]: c["evidence"] for c in a.diagnostics["contradictions"]}
+    assert {"ADR-007 supersedes Checkout Retry Runbook", "ADR-007 contradicts Checkout Retry Runbook"} <= found.keys()
+    assert "Note: the sources disagree: " in a.answer and "ADR-007 supersedes Checkout Retry Runbook" in a.answer
+    for evidence in found.values():
+        assert source_text(db, evidence["uri"], *evidence["span"]) == evidence["text"]
 
 
 def test_disagreement_note_concerns_the_sources_the_answer_cites(ask: Ask) -> None:
