@@ -13,6 +13,7 @@ from tortus_pg.db import connect, database_url, redact
 from tortus_pg.doctor import run_checks
 from tortus_pg.errors import TortusError
 
+from . import bench as bench_cli
 from . import db
 from . import eval as eval_cli
 from . import golden as golden_cli
@@ -35,6 +36,7 @@ app.command("index")(ingest_cli.index)
 app.command("query")(query_cli.query)
 app.command("eval")(eval_cli.eval_)
 app.command("report")(eval_cli.report)
+app.command("bench")(bench_cli.bench)
 app.command("golden-set")(golden_cli.golden_set)
 app.add_typer(golden_cli.audit_app, name="audit")
 

@@ -1,0 +1,53 @@
+"""`tortus-pg bench`: the query engine's time per stage over a dataset's questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from tortus_pg.bench import stage_timings
+from tortus_pg.db import tenant_scope
+from tortus_pg.embed import make_embedder
+from tortus_pg.errors import InvalidInput
+from tortus_pg.eval.datasets import load_dataset
+from tortus_pg.eval.runner import tenant_for
+from tortus_pg.tenants import list_tenants
+
+from .context import console, err_console, owner_connection, settings
+from .eval import COLUMNS
+
+
+def bench(
+    ctx: typer.Context,
+    dataset_path: Path = typer.Argument(..., help="BEIR or multi-hop directory, golden-set .jsonl, or 'demo'."),
+    limit: int = typer.Option(None, "--limit", help="Only the first N questions."),
+    on_tenant: bool = typer.Option(
+        False, "--on-tenant", help="Ask on the workspace's tenant (--tenant) instead of the dataset's eval snapshot."
+    ),
+) -> None:
+    """Time the query engine stage by stage (mean and p95 ms) on a dataset's questions, asked on
+    the snapshot `tortus-pg eval` ingested (tenant eval-<dataset>) or with --on-tenant on yours."""
+    s = settings(ctx)
+    dataset = load_dataset(dataset_path)
+    questions = [q.text for q in dataset.questions][:limit]
+    tenant = s.tenant if on_tenant else tenant_for(dataset.name)
+    embedder = make_embedder(s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
+                             model=s.embed_model)
+    with owner_connection(ctx) as conn:
+        if not on_tenant and tenant not in {t.tenant_id for t in list_tenants(conn)}:
+            raise InvalidInput(f"no snapshot of {dataset.name!r} yet: run `tortus-pg eval {dataset_path}` first, "
+                               "or pass --on-tenant to ask on the workspace's tenant")
+        with tenant_scope(conn, tenant), Progress(*COLUMNS, console=err_console, transient=True) as bar:
+            task = bar.add_task(f"asking on {tenant}", total=len(questions))
+            rows = stage_timings(conn, questions, embedder, ts_config=s.text_search_config,
+                                 on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+    table = Table(title=f"{dataset.name} on {tenant}: {len(questions)} questions")
+    table.add_column("stage")
+    for header in ("questions", "mean ms", "p95 ms"):
+        table.add_column(header, justify="right")
+    for r in rows:
+        table.add_row(r.stage, str(r.questions), f"{r.mean_ms:.1f}", f"{r.p95_ms:.1f}")
+    console.print(table)
