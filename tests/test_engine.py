@@ -13,13 +13,14 @@ import pytest
 from tortus_pg import migrate
 from tortus_pg.db import APP_ROLE, connect, tenant_scope
 from tortus_pg.embed import Embedder, make_embedder
-from tortus_pg.engine import WALK_SEEDS, Answer, _Clock, _contradictions, answer
+from tortus_pg.engine import WALK_SEEDS, Answer, Evidence, _Clock, _contradictions, _make_room, answer
 from tortus_pg.errors import InvalidInput
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.policy import TraversalPolicy, make_policy
 from tortus_pg.retrieve import MAX_QUERY_CHARS
 from tortus_pg.scoring import Features, default_score
+from tortus_pg.synth import Synthesis
 from tortus_pg.tenants import create_tenant
 
 TENANT = "default"
@@ -183,6 +184,22 @@ def test_a_followed_bridge_ranks_after_the_chunk_naming_it(ask: Ask) -> None:
     target, via = bridged[-1]["to_id"], bridged[-1]["from_id"]
     source = next(h["from_id"] for h in a.path if h.get("to_id") == via and h["edge_type"] == "mentions")
     assert a.ranking.index(target) == a.ranking.index(source) + 1
+
+
+def test_a_bridge_makes_room_by_dropping_evidence_nothing_quotes() -> None:
+    def item(node_id: int, words: int) -> Evidence:
+        text = " ".join(["word"] * words)
+        return Evidence(node_id, "x", "u", 0, len(text), None, text, 0.0, "seed")
+
+    evidence = [item(1, 40), item(2, 30), item(3, 20), item(4, 10)]  # 100 tokens
+    quoting = Synthesis("a", False, 1.0, [{"evidence": 1}], 1.0, [])
+    # The last unquoted items go first; the quoted one and the bridge's source stay.
+    assert [e.node_id for e in _make_room(evidence, quoting, 3, 95) or []] == [1, 2, 3]
+    assert [e.node_id for e in _make_room(evidence, quoting, 3, 75) or []] == [2, 3]
+    assert _make_room(evidence, quoting, 3, 49) is None  # 30 + 20 cannot shrink
+    drafted = Synthesis(None, True, 0.0, [], 0.4, [], draft=[{"evidence": 3}])
+    assert [e.node_id for e in _make_room(evidence, drafted, 1, 60) or []] == [1, 4]
+    assert _make_room(evidence, quoting, 3, 100) == evidence
 
 
 def test_one_hop_answers_do_not_follow_bridges(ask: Ask) -> None:

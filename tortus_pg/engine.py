@@ -446,12 +446,15 @@ def _plan(
         if synthesis is None or not (synthesis.claims or synthesis.draft):
             break
         bridge = clock.attempt("bridge", partial(_follow_bridge, conn, mentioned, synthesis, evidence, by_node, info,
-                                                 vector, tokens, policy, ts_config), None)
+                                                 vector, policy, ts_config), None)
         if bridge is None:
             break
         item, reach = bridge
-        evidence.append(item)
-        tokens += len(item.text.split())
+        kept = _make_room(evidence, synthesis, reach.path[-3], policy.max_tokens - len(item.text.split()))
+        if kept is None:
+            break
+        evidence = [*kept, item]
+        tokens = sum(len(e.text.split()) for e in evidence)
         by_node[item.node_id] = reach
         ranking = _after(ranking, reach.path[0], item.node_id)
         links = clock.attempt("links", partial(_definitions, conn, evidence), links)
@@ -781,7 +784,7 @@ class _Bridge:
 
 def _follow_bridge(
     conn: psycopg.Connection, named: list[int], synthesis: Synthesis, evidence: Sequence[Evidence],
-    reached: dict[int, _Reached], info: dict[int, _Chunk], vector: np.ndarray, tokens: int,
+    reached: dict[int, _Reached], info: dict[int, _Chunk], vector: np.ndarray,
     policy: TraversalPolicy, ts_config: str,
 ) -> tuple[Evidence, _Reached] | None:
     """When the claims (or the draft of a withheld answer) leave part of the question uncovered
@@ -812,7 +815,7 @@ def _follow_bridge(
         return None
     node_id, bridge = int(row[0]), bridges[int(row[1])]
     chunk = info.get(node_id) or _chunk_info(conn, [node_id], vector).get(node_id)
-    if chunk is None or tokens + len(chunk.text.split()) > policy.max_tokens:
+    if chunk is None:
         return None
     item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
     reason = f"follows {bridge.label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
@@ -824,6 +827,22 @@ def _follow_bridge(
         [*(before.directions if before else []), "out", "in"],
         [*(before.reasons if before else []), "the evidence names it", reason], 0.0, None, 1.0, 2)
     return item, reach
+
+
+def _make_room(evidence: Sequence[Evidence], synthesis: Synthesis, source: int, budget: int) -> list[Evidence] | None:
+    """The evidence trimmed to `budget` tokens for a bridge's chunk: the last items first, never
+    one the claims (or the draft) quote nor the chunk the bridge was followed from; None when
+    that is not enough. The chunk a bridge leads to is worth more than evidence nothing quotes."""
+    quoted = {c["evidence"] for c in synthesis.claims or synthesis.draft if c.get("evidence") is not None}
+    kept = list(evidence)
+    used = sum(len(e.text.split()) for e in kept)
+    for i in reversed(range(len(kept))):
+        if used <= budget:
+            break
+        if i not in quoted and kept[i].node_id != source:
+            used -= len(kept[i].text.split())
+            del kept[i]
+    return kept if used <= budget else None
 
 
 def _after(ranking: Sequence[int], anchor: int, node_id: int) -> list[int]:
