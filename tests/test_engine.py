@@ -11,10 +11,13 @@ import psycopg
 import pytest
 
 from tortus_pg import migrate
+from tortus_pg.bridges import make_room
 from tortus_pg.db import APP_ROLE, connect, tenant_scope
+from tortus_pg.disputes import contradictions
 from tortus_pg.embed import Embedder, make_embedder
-from tortus_pg.engine import WALK_SEEDS, Answer, Evidence, _Clock, _contradictions, _make_room, answer
+from tortus_pg.engine import WALK_SEEDS, Answer, _Clock, answer
 from tortus_pg.errors import InvalidInput
+from tortus_pg.evidence import Evidence
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.policy import TraversalPolicy, make_policy
@@ -194,12 +197,12 @@ def test_a_bridge_makes_room_by_dropping_evidence_nothing_quotes() -> None:
     evidence = [item(1, 40), item(2, 30), item(3, 20), item(4, 10)]  # 100 tokens
     quoting = Synthesis("a", False, 1.0, [{"evidence": 1}], 1.0, [])
     # The last unquoted items go first; the quoted one and the bridge's source stay.
-    assert [e.node_id for e in _make_room(evidence, quoting, 3, 95) or []] == [1, 2, 3]
-    assert [e.node_id for e in _make_room(evidence, quoting, 3, 75) or []] == [2, 3]
-    assert _make_room(evidence, quoting, 3, 49) is None  # 30 + 20 cannot shrink
+    assert [e.node_id for e in make_room(evidence, quoting, 3, 95) or []] == [1, 2, 3]
+    assert [e.node_id for e in make_room(evidence, quoting, 3, 75) or []] == [2, 3]
+    assert make_room(evidence, quoting, 3, 49) is None  # 30 + 20 cannot shrink
     drafted = Synthesis(None, True, 0.0, [], 0.4, [], draft=[{"evidence": 3}])
-    assert [e.node_id for e in _make_room(evidence, drafted, 1, 60) or []] == [1, 4]
-    assert _make_room(evidence, quoting, 3, 100) == evidence
+    assert [e.node_id for e in make_room(evidence, drafted, 1, 60) or []] == [1, 4]
+    assert make_room(evidence, quoting, 3, 100) == evidence
 
 
 def test_one_hop_answers_do_not_follow_bridges(ask: Ask) -> None:
@@ -312,12 +315,12 @@ def test_the_scorer_ranks_what_the_walk_reached(ask: Ask) -> None:
 
 def test_contradiction_is_found_in_the_chunk_that_states_it(db: psycopg.Connection) -> None:
     # The detection on ADR-007's own chunks: the decision chunk states the contradiction.
-    found = _contradictions(db, [n for (n,) in db.execute(_CHUNKS_OF, ["%adr-007-retry-budget.md"])])
+    found = contradictions(db, [n for (n,) in db.execute(_CHUNKS_OF, ["%adr-007-retry-budget.md"])])
     assert [c["statement"] for c in found] == ["ADR-007 contradicts Checkout Retry Runbook"]
     evidence = found[0]["evidence"]
     assert evidence["uri"].endswith("adr-007-retry-budget.md") and "contradicts" in evidence["text"]
     assert source_text(db, evidence["uri"], *evidence["span"]) == evidence["text"]
-    assert _contradictions(db, [n for (n,) in db.execute(_CHUNKS_OF, ["%checkout-retry-runbook.md"])]) == []
+    assert contradictions(db, [n for (n,) in db.execute(_CHUNKS_OF, ["%checkout-retry-runbook.md"])]) == []
 
 
 def test_a_quoted_source_that_a_newer_one_overrules_is_flagged(ask: Ask, db: psycopg.Connection) -> None:

@@ -10,7 +10,7 @@ import pytest
 from openai_server import openai_server
 
 from tortus_pg.db import tenant_scope
-from tortus_pg.engine import Evidence
+from tortus_pg.evidence import Evidence
 from tortus_pg.llm import ChatClient
 from tortus_pg.synth import LLMSynthesizer, Terms, _unasked, lexemes, question_terms, synthesize
 

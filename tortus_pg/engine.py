@@ -23,8 +23,10 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from tortus_pg import bridges, disputes
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
+from tortus_pg.evidence import Chunk, Evidence, Reached, chunk_info
 from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.types import Document
@@ -51,19 +53,6 @@ _T = TypeVar("_T")
 
 class DeadlineReached(Exception):
     """The question's time budget ran out before a stage could start."""
-
-
-@dataclass(frozen=True)
-class Evidence:
-    node_id: int
-    label: str
-    uri: str
-    start: int
-    end: int
-    page: int | None
-    text: str
-    score: float
-    origin: str  # "seed" (found by search) or "walk" (reached through the graph)
 
 
 @dataclass
@@ -194,15 +183,6 @@ select t.node_id, t.hop, t.path, t.edge_types, t.directions, t.hop_scores, t.rea
 from tortus.supported_traverse(%(seeds)s::bigint[], %(v)s, %(policy)s) t
 """
 
-_CHUNKS = """
-select n.node_id, n.label, n.text, tortus.vector_similarity(n.embedding, %(v)s),
-       extract(epoch from now() - n.freshness) / 86400, s.uri, sp.start_char, sp.end_char, sp.page
-from unnest(%(ids)s::bigint[]) as t(node_id)
-join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = t.node_id
-join tortus.evidence_span sp on sp.tenant_id = n.tenant_id and sp.node_id = n.node_id
-join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
-"""
-
 _ALL_HOPS = """
 select p.i, h.* from jsonb_to_recordset(%s) as p(i integer, path bigint[], types text[], dirs text[])
 cross join lateral tortus.path_hops(p.path, p.types, p.dirs) h
@@ -218,20 +198,6 @@ where m.tenant_id = tortus.current_tenant() and m.node_id = any(%s::bigint[])
 """
 
 
-@dataclass(frozen=True)
-class _Reached:
-    node_id: int
-    hop: int
-    path: list[int]
-    edge_types: list[str]
-    directions: list[str]
-    reasons: list[str]
-    strength: float
-    torus_distance: float | None
-    min_confidence: float
-    spans: int
-
-
 def _walk_policy(policy: TraversalPolicy, radius: float | None, portals: int, layout: str | None) -> dict[str, Any]:
     return {
         "layout": layout,
@@ -245,8 +211,8 @@ def _walk_policy(policy: TraversalPolicy, radius: float | None, portals: int, la
 
 def _walk(
     conn: psycopg.Connection, seeds: list[int], vector: np.ndarray, walk_policy: dict[str, Any]
-) -> tuple[list[_Reached], list[dict[str, Any]]]:
-    reached: list[_Reached] = []
+) -> tuple[list[Reached], list[dict[str, Any]]]:
+    reached: list[Reached] = []
     pruned: list[dict[str, Any]] = []
     rows = conn.execute(_WALK, {"seeds": seeds, "v": vector, "policy": Jsonb(walk_policy)}).fetchall()
     for (node_id, hop, path, types, dirs, _scores, reasons, score, dist, is_pruned, why, kind, label,
@@ -254,34 +220,17 @@ def _walk(
         if is_pruned:
             pruned.append({"node_id": node_id, "label": label, "kind": kind, "hop": hop, "reason": why})
         elif kind == "chunk":
-            reached.append(_Reached(node_id, hop, list(path), list(types or []), list(dirs or []),
+            reached.append(Reached(node_id, hop, list(path), list(types or []), list(dirs or []),
                                     list(reasons or []), float(score), dist, float(min_conf), int(spans)))
     return reached, pruned
 
 
-@dataclass(frozen=True)
-class _Chunk:
-    label: str
-    text: str
-    similarity: float | None
-    age_days: float
-    uri: str
-    start: int
-    end: int
-    page: int | None
-
-
-def _chunk_info(conn: psycopg.Connection, ids: list[int], vector: np.ndarray) -> dict[int, _Chunk]:
-    rows = conn.execute(_CHUNKS, {"ids": list(dict.fromkeys(ids)), "v": vector}).fetchall()
-    return {r[0]: _Chunk(r[1], r[2], r[3], float(r[4] or 0), r[5], r[6], r[7], r[8]) for r in rows}
-
-
-def _texts(ids: Sequence[int], info: dict[int, _Chunk]) -> list[str]:
+def _texts(ids: Sequence[int], info: dict[int, Chunk]) -> list[str]:
     return [info[i].text for i in ids if i in info]
 
 
 def _rank(
-    hits: Sequence[Hit], reached: Sequence[_Reached], info: dict[int, _Chunk], scorer: Scorer,
+    hits: Sequence[Hit], reached: Sequence[Reached], info: dict[int, Chunk], scorer: Scorer,
     named: Sequence[int] = (),
 ) -> tuple[list[int], dict[int, float]]:
     """The search ranking fused (RRF) with the chunks the walk reached through a `defines` edge
@@ -385,7 +334,7 @@ def _plan(
     domains = clock.attempt("domains", lambda: _count(conn, _SUBGRAPHS, [walk_seeds]), 0)
     portals = 1 if policy.portal_preference == "prefer" or (policy.portal_preference == "auto" and domains > 1) else 0
     walk_policy = _walk_policy(policy, radius, portals, layout)
-    no_walk: tuple[list[_Reached], list[dict[str, Any]]] = ([], [])
+    no_walk: tuple[list[Reached], list[dict[str, Any]]] = ([], [])
     reached, pruned = clock.attempt("walk", lambda: _walk(conn, walk_seeds + named_or_implemented, vector, walk_policy),
                                     no_walk)
     portal_decisions = [{"stage": "walk", "allowed": walk_policy["max_portal_hops"] > 0,
@@ -399,7 +348,7 @@ def _plan(
             reached, pruned = again
             notes.append("the walk found too little within the torus radius and was widened")
     candidates = [*seed_ids, *(r.node_id for r in reached)]
-    info: dict[int, _Chunk] = clock.attempt("candidates", lambda: _chunk_info(conn, candidates, vector), {})
+    info: dict[int, Chunk] = clock.attempt("candidates", lambda: chunk_info(conn, candidates, vector), {})
     ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
     # The question's weighted terms, once: for the portal decision here and for synthesis.
     inherits: dict[str, list[str]] = {}
@@ -422,7 +371,7 @@ def _plan(
                                  "why": f"coverage {coverage:.2f} of the question is below {LOW_COVERAGE}"})
         if again is not None:
             reached, pruned = again
-            info = {**info, **clock.attempt("candidates", lambda: _chunk_info(
+            info = {**info, **clock.attempt("candidates", lambda: chunk_info(
                 conn, [r.node_id for r in reached if r.node_id not in info], vector), {})}
             ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
 
@@ -430,7 +379,8 @@ def _plan(
 
     by_node = {r.node_id: r for r in reached}
     chosen = [e.node_id for e in evidence]
-    contradictions: list[dict[str, Any]] = clock.attempt("contradictions", lambda: _contradictions(conn, chosen), [])
+    no_statements: list[dict[str, Any]] = []
+    contradictions = clock.attempt("contradictions", partial(disputes.contradictions, conn, chosen), no_statements)
     no_links: list[tuple[int, int, int, str]] = []
     links = clock.attempt("links", partial(_definitions, conn, evidence), no_links)
 
@@ -445,18 +395,18 @@ def _plan(
     for _ in range(policy.max_hops - 1):
         if synthesis is None or not (synthesis.claims or synthesis.draft):
             break
-        bridge = clock.attempt("bridge", partial(_follow_bridge, conn, mentioned, synthesis, evidence, by_node, info,
+        bridge = clock.attempt("bridge", partial(bridges.follow, conn, mentioned, synthesis, evidence, by_node, info,
                                                  vector, policy, ts_config), None)
         if bridge is None:
             break
         item, reach = bridge
-        kept = _make_room(evidence, synthesis, reach.path[-3], policy.max_tokens - len(item.text.split()))
+        kept = bridges.make_room(evidence, synthesis, reach.path[-3], policy.max_tokens - len(item.text.split()))
         if kept is None:
             break
         evidence = [*kept, item]
         tokens = sum(len(e.text.split()) for e in evidence)
         by_node[item.node_id] = reach
-        ranking = _after(ranking, reach.path[0], item.node_id)
+        ranking = bridges.after(ranking, reach.path[0], item.node_id)
         links = clock.attempt("links", partial(_definitions, conn, evidence), links)
         synthesis = clock.attempt("synthesis", partial(synthesized, links), synthesis)
     if synthesis is None:
@@ -473,10 +423,10 @@ def _plan(
     by_node.update(_linked_paths(cited, links, by_node))
     path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, shown or evidence[:2], hits, by_node),
                                                [])
-    disputed = [c for c in contradictions if any(_inside(c["evidence"], e) for e in cited)]
+    disputed = [c for c in contradictions if any(disputes.stated_in(c["evidence"], e) for e in cited)]
     # A quoted source that a newer one supersedes or disputes is flagged wherever that is stated.
-    no_statements: list[dict[str, Any]] = []
-    overruled = clock.attempt("superseded", partial(_superseded, conn, synthesis.claims, evidence), no_statements)
+    overruled = clock.attempt("superseded", partial(disputes.superseded, conn, synthesis.claims, evidence),
+                              no_statements)
     disputed += [c for c in overruled if c not in disputed]
     contradictions += [c for c in overruled if c not in contradictions]
     if disputed and synthesis.answer is not None:
@@ -538,7 +488,7 @@ _LABELS = "select label from tortus.node where tenant_id = tortus.current_tenant
 
 
 def _select(
-    ranking: Sequence[int], info: dict[int, _Chunk], hits: Sequence[Hit], scores: dict[int, float], k: int,
+    ranking: Sequence[int], info: dict[int, Chunk], hits: Sequence[Hit], scores: dict[int, float], k: int,
     max_tokens: int,
 ) -> tuple[list[Evidence], int]:
     """The best-ranked chunks that fit the token budget (at least the first, cut to fit), at most
@@ -607,8 +557,8 @@ def _definitions(conn: psycopg.Connection, evidence: Sequence[Evidence]) -> list
 
 
 def _linked_paths(
-    cited: Sequence[Evidence], links: Sequence[tuple[int, int, int, str]], reached: dict[int, _Reached]
-) -> dict[int, _Reached]:
+    cited: Sequence[Evidence], links: Sequence[tuple[int, int, int, str]], reached: dict[int, Reached]
+) -> dict[int, Reached]:
     """The reasoning path of a cited chunk that no walk reached but that is about what another
     cited chunk names: naming chunk -> concept -> chunk about it, two hops."""
     ids = {e.node_id for e in cited}
@@ -616,13 +566,13 @@ def _linked_paths(
     for a, b, concept, kind in links:
         if a in ids and b in ids and b not in paths and not (b in reached and reached[b].edge_types):
             why = "defines it" if kind == "defines" else "is part of the document about it"
-            paths[b] = _Reached(b, 2, [a, concept, b], ["mentions", kind], ["out", "in"],
+            paths[b] = Reached(b, 2, [a, concept, b], ["mentions", kind], ["out", "in"],
                                 ["the cited evidence names it", why], 0.0, None, 1.0, 2)
     return paths
 
 
 def _chains(
-    evidence: Sequence[Evidence], reached: dict[int, _Reached], links: Sequence[tuple[int, int, int, str]] = ()
+    evidence: Sequence[Evidence], reached: dict[int, Reached], links: Sequence[tuple[int, int, int, str]] = ()
 ) -> list[list[int]]:
     """Evidence grouped into chains that can answer together: a chunk with the chunks the walk
     reached from it, chunks of one document, and a chunk with the chunk defining what it names
@@ -655,7 +605,7 @@ def _chains(
 
 
 def _paths(
-    conn: psycopg.Connection, evidence: Sequence[Evidence], hits: Sequence[Hit], reached: dict[int, _Reached]
+    conn: psycopg.Connection, evidence: Sequence[Evidence], hits: Sequence[Hit], reached: dict[int, Reached]
 ) -> list[dict[str, Any]]:
     """The hops that lead to each evidence chunk: a search hop for seeds, then the walk's edges."""
     seeds = {h.node_id: h for h in hits}
@@ -714,203 +664,3 @@ def _mark_shard_crossings(conn: psycopg.Connection, hops: list[dict[str, Any]]) 
     return hops
 
 
-_CONTRADICTIONS = """
-select a.label, e.type, b.label, e.confidence,
-       tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char
-from tortus.edge e
-join tortus.node a on a.tenant_id = e.tenant_id and a.node_id = e.src
-join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
-join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
-join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
-where e.tenant_id = tortus.current_tenant() and e.type = 'contradicts'
-  and exists (select 1 from tortus.evidence_span c
-              where c.tenant_id = sp.tenant_id and c.node_id = any(%s::bigint[]) and c.source_id = sp.source_id
-                and c.start_char <= sp.start_char and sp.end_char <= c.end_char)
-order by e.confidence desc, a.label, b.label
-limit 5
-"""
-
-
-# Entities a chunk mentions that the question does not name, those nearest the claim first.
-_BRIDGES = """
-select c.node_id, c.label, bool_or(sp.start_char < %(end)s and sp.end_char > %(start)s) as in_claim
-from tortus.edge e
-join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
-join tortus.node c on c.tenant_id = e.tenant_id and c.node_id = e.dst
-where e.tenant_id = tortus.current_tenant() and e.type = 'mentions' and e.src = %(chunk)s
-  and c.kind <> 'concept' and c.node_id <> all(%(named)s::bigint[])
-group by c.node_id, c.label
-order by min(greatest(%(start)s - sp.end_char, sp.start_char - %(end)s, 0)), c.node_id
-limit %(limit)s
-"""
-
-# For each bridge, the chunk mentioning (or defining) it that best matches the uncovered terms
-# and the bridge's name, chunks of the bridge's own document (the source whose lead chunk
-# defines it) first; then the best of those. Naming the bridge in its query weighs it by its
-# IDF: a rare entity is a stronger lead than one most documents mention.
-_FOLLOW = """
-select f.node_id, c.concept
-from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
-cross join lateral (
-    select b.node_id, b.score,
-           exists (select 1 from tortus.edge d
-                   join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
-                   where d.tenant_id = n.tenant_id and d.dst = c.concept and d.type = 'defines'
-                     and dn.source_id = n.source_id) as own_document
-    from tortus.bm25_search(%(q)s || ' ' || c.label, %(k)s, config => %(cfg)s::regconfig,
-                            within => array(select m.src from tortus.edge m
-                                            where m.tenant_id = tortus.current_tenant() and m.dst = c.concept
-                                              and m.type in ('mentions', 'defines'))) b
-    join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
-    where b.node_id <> all(%(exclude)s::bigint[])
-    order by own_document desc, b.rank
-    limit 1
-) f
-order by f.own_document desc, c.in_claim desc, f.score desc, c.concept
-limit 1
-"""
-BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
-FOLLOW_CANDIDATES = 100  # best-matching chunks about a bridge weighed for the hop
-
-
-@dataclass(frozen=True)
-class _Bridge:
-    concept: int
-    label: str
-    source: Evidence  # the evidence whose claim names it
-    before: _Reached | None  # how the walk reached that evidence
-    in_claim: bool  # named by the claim itself rather than near it
-
-
-def _follow_bridge(
-    conn: psycopg.Connection, named: list[int], synthesis: Synthesis, evidence: Sequence[Evidence],
-    reached: dict[int, _Reached], info: dict[int, _Chunk], vector: np.ndarray,
-    policy: TraversalPolicy, ts_config: str,
-) -> tuple[Evidence, _Reached] | None:
-    """When the claims (or the draft of a withheld answer) leave part of the question uncovered
-    and name entities the question does not (bridges), the chunk mentioning a bridge that best
-    matches the uncovered terms and the bridge's name: a hop chunk -> entity -> chunk, taken
-    only while the path stays within `max_hops`. `named` are the concepts the question names."""
-    uncovered = [t for t in synthesis.missing_from_claims if t]
-    if not uncovered:
-        return None
-    bridges: dict[int, _Bridge] = {}
-    for claim in synthesis.claims or synthesis.draft:
-        source = evidence[claim["evidence"]]
-        before = reached.get(source.node_id)
-        if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
-            continue
-        for concept, label, in_claim in conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
-                                                      "end": claim["span"][1], "named": named,
-                                                      "limit": BRIDGES_PER_CLAIM}).fetchall():
-            bridges.setdefault(concept, _Bridge(concept, label, source, before, in_claim))
-    if not bridges:
-        return None
-    row = conn.execute(_FOLLOW, {
-        "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
-        "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
-        "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES,
-    }).fetchone()
-    if row is None:
-        return None
-    node_id, bridge = int(row[0]), bridges[int(row[1])]
-    chunk = info.get(node_id) or _chunk_info(conn, [node_id], vector).get(node_id)
-    if chunk is None:
-        return None
-    item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
-    reason = f"follows {bridge.label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
-    before = bridge.before
-    base = before.path if before is not None and before.path else [bridge.source.node_id]
-    reach = _Reached(
-        node_id, len(base) + 1, [*base, bridge.concept, node_id],
-        [*(before.edge_types if before else []), "mentions", "mentions"],
-        [*(before.directions if before else []), "out", "in"],
-        [*(before.reasons if before else []), "the evidence names it", reason], 0.0, None, 1.0, 2)
-    return item, reach
-
-
-def _make_room(evidence: Sequence[Evidence], synthesis: Synthesis, source: int, budget: int) -> list[Evidence] | None:
-    """The evidence trimmed to `budget` tokens for a bridge's chunk: the last items first, never
-    one the claims (or the draft) quote nor the chunk the bridge was followed from; None when
-    that is not enough. The chunk a bridge leads to is worth more than evidence nothing quotes."""
-    quoted = {c["evidence"] for c in synthesis.claims or synthesis.draft if c.get("evidence") is not None}
-    kept = list(evidence)
-    used = sum(len(e.text.split()) for e in kept)
-    for i in reversed(range(len(kept))):
-        if used <= budget:
-            break
-        if i not in quoted and kept[i].node_id != source:
-            used -= len(kept[i].text.split())
-            del kept[i]
-    return kept if used <= budget else None
-
-
-def _after(ranking: Sequence[int], anchor: int, node_id: int) -> list[int]:
-    """The ranking with `node_id` moved to just after `anchor` (a bridge's chunk after the chunk
-    it was followed from)."""
-    rest = [n for n in ranking if n != node_id]
-    at = rest.index(anchor) + 1 if anchor in rest else len(rest)
-    return [*rest[:at], node_id, *rest[at:]]
-
-
-def _inside(span: dict[str, Any], item: Evidence) -> bool:
-    return bool(span["uri"] == item.uri and item.start <= span["span"][0] and span["span"][1] <= item.end)
-
-
-def _contradictions(conn: psycopg.Connection, chunks: Sequence[int]) -> list[dict[str, Any]]:
-    """`contradicts` edges stated inside the selected evidence chunks (the answer notes those
-    stated in the chunks its claims cite)."""
-    return _statements(conn.execute(_CONTRADICTIONS, [list(chunks)]).fetchall())
-
-
-# What the claims quote, as concepts: those named inside a claim's span and the one whose
-# document a claim comes from; then the edges that supersede or contradict any of them.
-_SUPERSEDED = """
-with claim as (
-    select c.node_id, c.start_char, c.end_char, n.source_id
-    from unnest(%(nodes)s::bigint[], %(starts)s::integer[], %(ends)s::integer[]) as c(node_id, start_char, end_char)
-    join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = c.node_id
-), quoted as (
-    select m.dst as concept
-    from claim c
-    join tortus.edge m on m.tenant_id = tortus.current_tenant() and m.src = c.node_id and m.type = 'mentions'
-    join tortus.evidence_span ms on ms.tenant_id = m.tenant_id and ms.edge_id = m.edge_id
-    where ms.start_char >= c.start_char and ms.end_char <= c.end_char
-    union
-    select d.dst
-    from claim c
-    join tortus.node f on f.tenant_id = tortus.current_tenant() and f.source_id = c.source_id
-    join tortus.edge d on d.tenant_id = f.tenant_id and d.src = f.node_id and d.type = 'defines'
-)
-select a.label, e.type, b.label, e.confidence,
-       tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char
-from quoted q
-join tortus.edge e on e.tenant_id = tortus.current_tenant() and e.dst = q.concept
-                  and e.type in ('supersedes', 'contradicts')
-join tortus.node a on a.tenant_id = e.tenant_id and a.node_id = e.src
-join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
-join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
-join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
-order by e.confidence desc, a.label, e.type, b.label
-limit 5
-"""
-
-
-def _superseded(conn: psycopg.Connection, claims: Sequence[dict[str, Any]],
-                evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
-    """`supersedes` and `contradicts` edges against what the claims quote: a runbook a newer
-    decision overrides, a record another one disputes, wherever that edge is stated."""
-    cited = [c for c in claims if c.get("evidence") is not None]
-    if not cited:
-        return []
-    return _statements(conn.execute(_SUPERSEDED, {
-        "nodes": [evidence[c["evidence"]].node_id for c in cited], "starts": [c["span"][0] for c in cited],
-        "ends": [c["span"][1] for c in cited]}).fetchall())
-
-
-def _statements(rows: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    return [
-        {"statement": f"{a} {t.replace('_', ' ')} {b}", "confidence": conf,
-         "evidence": {"uri": uri, "span": [start, end], "text": text}}
-        for a, t, b, conf, text, uri, start, end in rows
-    ]

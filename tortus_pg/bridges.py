@@ -1,0 +1,135 @@
+"""Following a bridge: when an answer's claims name an entity the question does not while question
+terms remain uncovered, the chunk about that entity that best matches what is still asked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+
+from tortus_pg.evidence import Chunk, Evidence, Reached, chunk_info
+from tortus_pg.policy import TraversalPolicy
+from tortus_pg.synth import Synthesis
+
+# Entities a chunk mentions that the question does not name, those nearest the claim first.
+_BRIDGES = """
+select c.node_id, c.label, bool_or(sp.start_char < %(end)s and sp.end_char > %(start)s) as in_claim
+from tortus.edge e
+join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
+join tortus.node c on c.tenant_id = e.tenant_id and c.node_id = e.dst
+where e.tenant_id = tortus.current_tenant() and e.type = 'mentions' and e.src = %(chunk)s
+  and c.kind <> 'concept' and c.node_id <> all(%(named)s::bigint[])
+group by c.node_id, c.label
+order by min(greatest(%(start)s - sp.end_char, sp.start_char - %(end)s, 0)), c.node_id
+limit %(limit)s
+"""
+
+# For each bridge, the chunk mentioning (or defining) it that best matches the uncovered terms
+# and the bridge's name, chunks of the bridge's own document (the source whose lead chunk
+# defines it) first; then the best of those. Naming the bridge in its query weighs it by its
+# IDF: a rare entity is a stronger lead than one most documents mention.
+_FOLLOW = """
+select f.node_id, c.concept
+from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
+cross join lateral (
+    select b.node_id, b.score,
+           exists (select 1 from tortus.edge d
+                   join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
+                   where d.tenant_id = n.tenant_id and d.dst = c.concept and d.type = 'defines'
+                     and dn.source_id = n.source_id) as own_document
+    from tortus.bm25_search(%(q)s || ' ' || c.label, %(k)s, config => %(cfg)s::regconfig,
+                            within => array(select m.src from tortus.edge m
+                                            where m.tenant_id = tortus.current_tenant() and m.dst = c.concept
+                                              and m.type in ('mentions', 'defines'))) b
+    join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
+    where b.node_id <> all(%(exclude)s::bigint[])
+    order by own_document desc, b.rank
+    limit 1
+) f
+order by f.own_document desc, c.in_claim desc, f.score desc, c.concept
+limit 1
+"""
+BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
+FOLLOW_CANDIDATES = 100  # best-matching chunks about a bridge weighed for the hop
+
+
+@dataclass(frozen=True)
+class _Bridge:
+    concept: int
+    label: str
+    source: Evidence  # the evidence whose claim names it
+    before: Reached | None  # how the walk reached that evidence
+    in_claim: bool  # named by the claim itself rather than near it
+
+
+def follow(
+    conn: psycopg.Connection, named: list[int], synthesis: Synthesis, evidence: Sequence[Evidence],
+    reached: dict[int, Reached], info: dict[int, Chunk], vector: np.ndarray,
+    policy: TraversalPolicy, ts_config: str,
+) -> tuple[Evidence, Reached] | None:
+    """When the claims (or the draft of a withheld answer) leave part of the question uncovered
+    and name entities the question does not (bridges), the chunk mentioning a bridge that best
+    matches the uncovered terms and the bridge's name: a hop chunk -> entity -> chunk, taken
+    only while the path stays within `max_hops`. `named` are the concepts the question names."""
+    uncovered = [t for t in synthesis.missing_from_claims if t]
+    if not uncovered:
+        return None
+    bridges: dict[int, _Bridge] = {}
+    for claim in synthesis.claims or synthesis.draft:
+        source = evidence[claim["evidence"]]
+        before = reached.get(source.node_id)
+        if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
+            continue
+        for concept, label, in_claim in conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
+                                                      "end": claim["span"][1], "named": named,
+                                                      "limit": BRIDGES_PER_CLAIM}).fetchall():
+            bridges.setdefault(concept, _Bridge(concept, label, source, before, in_claim))
+    if not bridges:
+        return None
+    row = conn.execute(_FOLLOW, {
+        "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
+        "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
+        "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES,
+    }).fetchone()
+    if row is None:
+        return None
+    node_id, bridge = int(row[0]), bridges[int(row[1])]
+    chunk = info.get(node_id) or chunk_info(conn, [node_id], vector).get(node_id)
+    if chunk is None:
+        return None
+    item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
+    reason = f"follows {bridge.label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
+    before = bridge.before
+    base = before.path if before is not None and before.path else [bridge.source.node_id]
+    reach = Reached(
+        node_id, len(base) + 1, [*base, bridge.concept, node_id],
+        [*(before.edge_types if before else []), "mentions", "mentions"],
+        [*(before.directions if before else []), "out", "in"],
+        [*(before.reasons if before else []), "the evidence names it", reason], 0.0, None, 1.0, 2)
+    return item, reach
+
+
+def make_room(evidence: Sequence[Evidence], synthesis: Synthesis, source: int, budget: int) -> list[Evidence] | None:
+    """The evidence trimmed to `budget` tokens for a bridge's chunk: the last items first, never
+    one the claims (or the draft) quote nor the chunk the bridge was followed from; None when
+    that is not enough. The chunk a bridge leads to is worth more than evidence nothing quotes."""
+    quoted = {c["evidence"] for c in synthesis.claims or synthesis.draft if c.get("evidence") is not None}
+    kept = list(evidence)
+    used = sum(len(e.text.split()) for e in kept)
+    for i in reversed(range(len(kept))):
+        if used <= budget:
+            break
+        if i not in quoted and kept[i].node_id != source:
+            used -= len(kept[i].text.split())
+            del kept[i]
+    return kept if used <= budget else None
+
+
+def after(ranking: Sequence[int], anchor: int, node_id: int) -> list[int]:
+    """The ranking with `node_id` moved to just after `anchor` (a bridge's chunk after the chunk
+    it was followed from)."""
+    rest = [n for n in ranking if n != node_id]
+    at = rest.index(anchor) + 1 if anchor in rest else len(rest)
+    return [*rest[:at], node_id, *rest[at:]]

@@ -1,0 +1,91 @@
+"""Disagreement between sources: `contradicts` edges stated inside the evidence, and `supersedes`
+or `contradicts` edges against what an answer quotes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from tortus_pg.evidence import Evidence
+
+_CONTRADICTIONS = """
+select a.label, e.type, b.label, e.confidence,
+       tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char
+from tortus.edge e
+join tortus.node a on a.tenant_id = e.tenant_id and a.node_id = e.src
+join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
+join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
+join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
+where e.tenant_id = tortus.current_tenant() and e.type = 'contradicts'
+  and exists (select 1 from tortus.evidence_span c
+              where c.tenant_id = sp.tenant_id and c.node_id = any(%s::bigint[]) and c.source_id = sp.source_id
+                and c.start_char <= sp.start_char and sp.end_char <= c.end_char)
+order by e.confidence desc, a.label, b.label
+limit 5
+"""
+
+
+def stated_in(span: dict[str, Any], item: Evidence) -> bool:
+    """Whether a statement's span lies inside an evidence item."""
+    return bool(span["uri"] == item.uri and item.start <= span["span"][0] and span["span"][1] <= item.end)
+
+
+def contradictions(conn: psycopg.Connection, chunks: Sequence[int]) -> list[dict[str, Any]]:
+    """`contradicts` edges stated inside the selected evidence chunks (the answer notes those
+    stated in the chunks its claims cite)."""
+    return _statements(conn.execute(_CONTRADICTIONS, [list(chunks)]).fetchall())
+
+
+# What the claims quote, as concepts: those named inside a claim's span and the one whose
+# document a claim comes from; then the edges that supersede or contradict any of them.
+_SUPERSEDED = """
+with claim as (
+    select c.node_id, c.start_char, c.end_char, n.source_id
+    from unnest(%(nodes)s::bigint[], %(starts)s::integer[], %(ends)s::integer[]) as c(node_id, start_char, end_char)
+    join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = c.node_id
+), quoted as (
+    select m.dst as concept
+    from claim c
+    join tortus.edge m on m.tenant_id = tortus.current_tenant() and m.src = c.node_id and m.type = 'mentions'
+    join tortus.evidence_span ms on ms.tenant_id = m.tenant_id and ms.edge_id = m.edge_id
+    where ms.start_char >= c.start_char and ms.end_char <= c.end_char
+    union
+    select d.dst
+    from claim c
+    join tortus.node f on f.tenant_id = tortus.current_tenant() and f.source_id = c.source_id
+    join tortus.edge d on d.tenant_id = f.tenant_id and d.src = f.node_id and d.type = 'defines'
+)
+select a.label, e.type, b.label, e.confidence,
+       tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char
+from quoted q
+join tortus.edge e on e.tenant_id = tortus.current_tenant() and e.dst = q.concept
+                  and e.type in ('supersedes', 'contradicts')
+join tortus.node a on a.tenant_id = e.tenant_id and a.node_id = e.src
+join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
+join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
+join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
+order by e.confidence desc, a.label, e.type, b.label
+limit 5
+"""
+
+
+def superseded(conn: psycopg.Connection, claims: Sequence[dict[str, Any]],
+                evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
+    """`supersedes` and `contradicts` edges against what the claims quote: a runbook a newer
+    decision overrides, a record another one disputes, wherever that edge is stated."""
+    cited = [c for c in claims if c.get("evidence") is not None]
+    if not cited:
+        return []
+    return _statements(conn.execute(_SUPERSEDED, {
+        "nodes": [evidence[c["evidence"]].node_id for c in cited], "starts": [c["span"][0] for c in cited],
+        "ends": [c["span"][1] for c in cited]}).fetchall())
+
+
+def _statements(rows: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    return [
+        {"statement": f"{a} {t.replace('_', ' ')} {b}", "confidence": conf,
+         "evidence": {"uri": uri, "span": [start, end], "text": text}}
+        for a, t, b, conf, text, uri, start, end in rows
+    ]
