@@ -11,10 +11,9 @@ from rich.table import Table
 from tortus_pg.bench import stage_timings
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
-from tortus_pg.errors import InvalidInput
+from tortus_pg.errors import InvalidInput, TenantNotFound
 from tortus_pg.eval.datasets import load_dataset
 from tortus_pg.eval.runner import tenant_for
-from tortus_pg.tenants import list_tenants
 
 from .context import console, err_console, owner_connection, settings
 from .eval import COLUMNS
@@ -37,13 +36,16 @@ def bench(
     embedder = make_embedder(s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
                              model=s.embed_model)
     with owner_connection(ctx) as conn:
-        if not on_tenant and tenant not in {t.tenant_id for t in list_tenants(conn)}:
+        try:
+            with tenant_scope(conn, tenant), Progress(*COLUMNS, console=err_console, transient=True) as bar:
+                task = bar.add_task(f"asking on {tenant}", total=len(questions))
+                rows = stage_timings(conn, questions, embedder, ts_config=s.text_search_config,
+                                     on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+        except TenantNotFound as exc:
+            if on_tenant:
+                raise
             raise InvalidInput(f"no snapshot of {dataset.name!r} yet: run `tortus-pg eval {dataset_path}` first, "
-                               "or pass --on-tenant to ask on the workspace's tenant")
-        with tenant_scope(conn, tenant), Progress(*COLUMNS, console=err_console, transient=True) as bar:
-            task = bar.add_task(f"asking on {tenant}", total=len(questions))
-            rows = stage_timings(conn, questions, embedder, ts_config=s.text_search_config,
-                                 on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+                               "or pass --on-tenant to ask on the workspace's tenant") from exc
     table = Table(title=f"{dataset.name} on {tenant}: {len(questions)} questions")
     table.add_column("stage")
     for header in ("questions", "mean ms", "p95 ms"):

@@ -400,7 +400,8 @@ def _plan(
         if bridge is None:
             break
         item, reach = bridge
-        kept = bridges.make_room(evidence, synthesis, reach.path[-3], policy.max_tokens - len(item.text.split()))
+        source = reach.path[-3]  # the path ends: chunk followed from -> bridge entity -> chunk found
+        kept = bridges.make_room(evidence, synthesis, source, policy.max_tokens - len(item.text.split()))
         if kept is None:
             break
         evidence = [*kept, item]
@@ -428,7 +429,7 @@ def _plan(
     overruled = clock.attempt("superseded", partial(disputes.superseded, conn, synthesis.claims, evidence),
                               no_statements)
     disputed += [c for c in overruled if c not in disputed]
-    contradictions += [c for c in overruled if c not in contradictions]
+    contradictions = contradictions + [c for c in overruled if c not in contradictions]
     if disputed and synthesis.answer is not None:
         synthesis.answer += " Note: the sources disagree: " + "; ".join(c["statement"] for c in disputed)
     notes += synthesis.warnings
