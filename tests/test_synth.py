@@ -111,6 +111,35 @@ def test_what_a_named_thing_implements_answers_for_it_with_the_sentence_saying_s
     assert synthesize(db, question, evidence, terms=other).withheld
 
 
+def test_a_passage_title_repeated_as_its_first_line_is_not_quoted(db: psycopg.Connection) -> None:
+    title = "Key Vault (Platform Team service)"
+    text = f"{title}\n\nKey Vault stores the signing keys and certificates of the Platform Team."
+    passage = [Evidence(8, title, "platform/key-vault.md", 0, len(text), None, text, 0.0, "seed")]
+    out = synthesize(db, "Which team's service is Key Vault?", passage)
+    assert [c["text"] for c in out.claims] == [text.split("\n\n")[1]]
+
+
+MOVED = "ADR-011 moved Postgres Cluster A to hosts with local NVMe drives. The move finished on 12 May 2025."
+
+
+def test_a_question_asking_for_a_time_gets_the_sentence_giving_one(db: psycopg.Connection) -> None:
+    moved = [Evidence(7, "ADR-011 > Decision", "platform/adr-011.md", 0, len(MOVED), None, MOVED, 0.0, "seed")]
+    out = synthesize(db, "When did ADR-011 move Postgres Cluster A to NVMe drives?", moved)
+    # The first sentence covers every word of the question; the second adds only the date.
+    assert [c["text"] for c in out.claims] == [MOVED.split(". ")[0] + ".", "The move finished on 12 May 2025."]
+    what = synthesize(db, "Where did ADR-011 move Postgres Cluster A?", moved)
+    assert [c["text"] for c in what.claims] == [MOVED.split(". ")[0] + "."]
+
+
+def test_a_question_asking_for_a_time_is_withheld_when_no_sentence_gives_one(db: psycopg.Connection) -> None:
+    first = MOVED.split(". ")[0] + "."
+    undated = [Evidence(7, "ADR-011 > Decision", "platform/adr-011.md", 0, len(first), None, first, 0.0, "seed")]
+    out = synthesize(db, "When did ADR-011 move Postgres Cluster A to NVMe drives?", undated)
+    assert out.withheld and out.answer is None
+    assert out.warnings == ["answer withheld: the question asks for a time and no sentence that matches it gives one"]
+    assert [c["text"] for c in out.draft] == [first]  # kept, so a bridge it names may still be followed
+
+
 def test_lexemes_are_remembered_per_configuration(db: psycopg.Connection) -> None:
     texts = ["Keys are rotated every 90 days.", "Keys are rotated every 90 days.", "Running retries"]
     fresh = [set(r[0]) for r in db.execute(

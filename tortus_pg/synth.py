@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import psycopg
 
+from tortus_pg.answer_type import AnswerType, expected_type
 from tortus_pg.ingest.chunking import sentence_spans
 
 _PUNCTUATION = "\"'()[]{}<>,;:!?."
@@ -164,13 +165,15 @@ _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}")
 
 
 def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
-    """(evidence index, start, end, text) of the sentences worth quoting: not headings, not
-    table header rows (they state nothing), not fragments of fewer than four words."""
+    """(evidence index, start, end, text) of the sentences worth quoting: not headings or a line
+    repeating one (a passage's title as its first line), not table header rows (they state
+    nothing), not fragments of fewer than four words."""
     out = []
     for i, item in enumerate(evidence):
+        headings = {" ".join(part.split()).casefold() for part in item.label.split(" > ")}
         for start, end in sentence_spans(item.text):
             text = item.text[start:end]
-            if text.lstrip().startswith("#") or len(text.split()) < 4:
+            if text.lstrip().startswith("#") or len(text.split()) < 4 or " ".join(text.split()).casefold() in headings:
                 continue
             if text.startswith("|") and _TABLE_RULE.match(item.text, item.text.find("\n", end) + 1 or len(item.text)):
                 continue
@@ -254,9 +257,12 @@ def extractive(
     if named_missing is not None:
         return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {named_missing}"])
     why = _refusal(terms, found, coverage)
-    claims, covered = _quote(conn, evidence, chain, terms, ts_config)
+    kind = expected_type(question)
+    claims, covered = _quote(conn, evidence, chain, terms, ts_config, kind)
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
     why = why or ("no sentence matches the question" if not claims else _unasked(terms, covered))
+    if why is None and kind is not None and not any(kind.given_by(c["text"]) for c in claims):
+        why = f"the question asks for {kind.name} and no sentence that matches it gives one"
     if why is not None:
         return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {why}"],
                          missing_from_claims=uncovered, draft=claims)
@@ -266,10 +272,12 @@ def extractive(
 
 
 def _quote(
-    conn: psycopg.Connection, evidence: Sequence[Source], chain: Sequence[int], terms: Terms, ts_config: str
+    conn: psycopg.Connection, evidence: Sequence[Source], chain: Sequence[int], terms: Terms, ts_config: str,
+    kind: AnswerType | None = None,
 ) -> tuple[list[dict[str, Any]], set[str]]:
     """The claims quoted from `chain`, chosen greedily by the question weight each adds, and the
-    lexemes they cover."""
+    lexemes they cover. When the question asks for a `kind` of answer (a time, an amount) that
+    none of them gives, the sentence matching the question best that gives one joins them."""
     sentences = [(chain[i], start, end, text) for i, start, end, text in _sentences([evidence[i] for i in chain])]
     if not sentences:
         return [], set()
@@ -297,6 +305,12 @@ def _quote(
             break
         chosen.append(-neg_j)
         covered |= sets[-neg_j]
+    if chosen and kind is not None and not any(kind.given_by(sentences[j][3]) for j in chosen):
+        typed = [(round(sum(terms.weights.get(t, 0.0) for t in sorted(sets[j])), 9), keyed[j], -j)
+                 for j in range(len(sentences)) if sets[j] and kind.given_by(sentences[j][3])]
+        if typed:
+            chosen.append(-max(typed)[2])
+            covered |= sets[chosen[-1]]
     # A named thing the claims do not mention may implement what they quote ("Token Service
     # implements clause 7.3.2" beside clause 7.3.2's text): the chain's sentence that says so
     # joins the claims, as the reason the quoted requirement applies to it.

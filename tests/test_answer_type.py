@@ -1,0 +1,57 @@
+"""The answer type a question's opening asks for, and whether a sentence gives it."""
+
+import pytest
+
+from tortus_pg.answer_type import expected_type
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("When was the performer of Dream born?", "a time"),
+    ("In what year did the band form?", "a time"),
+    ("Since when has the runbook applied?", "a time"),
+    ("On which date was ADR-007 accepted?", "a time"),
+    ("How many retries does ADR-007 allow?", "an amount"),
+    ("How long does the Event Bus keep messages?", "an amount"),
+    ("how often must signing keys be rotated?", "an amount"),
+    ("What percentage of requests may be retries?", "an amount"),
+    ("Which team owns the Checkout Gateway?", None),
+    ("What does error code E-1042 mean?", None),
+    ("Who decided when to rotate keys?", None),  # "when" not at the opening
+    ("How does the gateway retry?", None),
+])
+def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
+    found = expected_type(question)
+    assert (found.name if found else None) == kind
+
+
+@pytest.mark.parametrize(("question", "sentence", "gives"), [
+    ("When was he born?", "Dylan Mills (born 18 September 1984) is a rapper.", True),
+    ("When was he born?", "He was born in Bow, in May of that year.", True),
+    ("When must certificates be renewed?", "They must be renewed at least 30 days before expiry.", True),
+    ("When is the export run?", "The ledger export runs nightly.", True),
+    ("When was he born?", "Dream (Dizzee Rascal song)", False),
+    ("When was he born?", "He may be the best known rapper of Bow.", False),  # "may", not the month
+    ("How many retries are allowed?", "Retries are capped at 5 per call.", True),
+    ("How many retries are allowed?", "Retries are capped at five per call.", True),
+    ("How often are keys rotated?", "Keys are rotated every quarter.", True),
+    ("How much does the Feature Store cost?", "The Feature Store is owned by the Data Platform Team.", False),
+])
+def test_a_sentence_gives_the_type_or_not(question: str, sentence: str, gives: bool) -> None:
+    kind = expected_type(question)
+    assert kind is not None and kind.given_by(sentence) is gives
+
+
+@pytest.mark.parametrize("sentence", [
+    "ADR-011 moved the cluster.", "Merchants received E-1042.", "The v4.2 release made it mandatory.",
+    "INC-2025-021 affected the cluster.", "Tokens are signed with ES256.",
+])
+def test_digits_inside_an_identifier_are_no_amount_or_time(sentence: str) -> None:
+    for question in ("When did it happen?", "How many were there?"):
+        kind = expected_type(question)
+        assert kind is not None and not kind.given_by(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["It opened on 2025-03-04.", "It ran in the 1980s.", "A 24-hour window."])
+def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
+    kind = expected_type("When did it happen?")
+    assert kind is not None and kind.given_by(sentence)
