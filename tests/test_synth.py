@@ -93,6 +93,26 @@ def test_claims_must_mention_what_the_question_names() -> None:
     assert _unasked(terms, {"p99", "latenc", "target", "ledger", "servic"}) is None
 
 
+def test_claims_must_mention_the_identifiers_the_question_names(db: psycopg.Connection) -> None:
+    # The chain names INC-2025-014 (in a heading), but the sentence matching the question
+    # best is a table row about another code: no answer about that incident.
+    row = "| E-1090 | Merchant account suspended | No | Compliance or risk hold on the merchant. |"
+    header = "The outage lasted 47 minutes on a Tuesday morning."
+    evidence = [Evidence(9, "Error codes > Account errors", "payments/error-codes.html", 0, len(row), None, row, 0.0,
+                         "seed"),
+                Evidence(10, "INC-2025-014 > Overview", "incidents/inc-2025-014.md", 0, len(header), None, header,
+                         0.0, "seed")]
+    question = "What does the error code that merchants received during INC-2025-014 mean?"
+    out = synthesize(db, question, evidence, [[0, 1]])
+    assert out.withheld and out.warnings == [
+        "answer withheld: the sentences that match the question do not mention INC-2025-014"]
+    said = "Merchants received E-1042 responses during INC-2025-014."
+    evidence.append(Evidence(11, "INC-2025-014 > Summary", "incidents/inc-2025-014.md", 0, len(said), None, said, 0.0,
+                             "seed"))
+    answered = synthesize(db, question, evidence, [[0, 1, 2]])
+    assert not answered.withheld and said in [c["text"] for c in answered.claims]
+
+
 def test_what_a_named_thing_implements_answers_for_it_with_the_sentence_saying_so(db: psycopg.Connection) -> None:
     token = ("Token Service relies on Key Vault for its signing keys. "
              "Token Service implements clause 7.3.2 of the Information Security Policy.")

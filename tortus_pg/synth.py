@@ -205,11 +205,13 @@ def _keyed(conn: psycopg.Connection, sentences: Sequence[str], terms: Terms, ts_
 
 
 def _unasked(terms: Terms, said: set[str]) -> str | None:
-    """Why the quoted sentences do not answer: they never mention a thing the question names
-    (the p99 target of another service is no answer about Ledger Service), or they are about
+    """Why the quoted sentences do not answer: they never mention a thing or an identifier the
+    question names (the p99 target of another service is no answer about Ledger Service, an
+    error code's row no answer about the incident it does not name), or they are about
     what it names (its identifiers and named things) but say too little of what it asks about
     them ("how much does the Feature Store cost" answered by sentences about the Feature Store)."""
     unsaid = sorted(name for name, words in terms.names.items() if not words <= said)
+    unsaid += sorted({terms.spelled.get(i, i) for i in terms.identifiers - said})
     if unsaid:
         return f"the sentences that match the question do not mention {', '.join(unsaid)}"
     subject = set(terms.identifiers).union(*terms.names.values())
