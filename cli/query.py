@@ -128,5 +128,7 @@ def _render(result: Answer, explain: bool) -> None:
             branch.add(f"[green]“{_quote(item['text'])}”[/] [dim]{item['uri']}[/]")
         nodes[hop.get("to_id")] = branch
     console.print(tree)
+    if result.diagnostics.get("answer_type"):
+        console.print(f"[dim]the question asks for {result.diagnostics['answer_type']}[/]")
     budget = ", ".join(f"{name} {b['used']}/{b['limit']}" for name, b in result.budget.items())
     console.print(f"[dim]budget: {budget}; trace {result.trace_id}[/]")

@@ -83,3 +83,13 @@ def test_explain_renders_the_path_with_quotes(demo: tuple[Path, dict[str, str]])
     result = runner.invoke(app, ["--workspace", str(ws), "query", "What does clause 7.3.2 say?", "--explain"], env=env)
     assert result.exit_code == 0, result.output
     assert "search →" in result.output and "“" in result.output and "budget: ms" in result.output
+
+
+def test_explain_says_what_kind_of_answer_the_question_asks_for(demo: tuple[Path, dict[str, str]]) -> None:
+    ws, env = demo
+    asked = "How long does the Event Bus retain messages on the payments topics?"
+    result = runner.invoke(app, ["--workspace", str(ws), "query", asked, "--explain"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "the question asks for an amount" in result.output
+    assert query(*demo, asked)["diagnostics"]["answer_type"] == "an amount"
+    assert query(*demo, "Which team owns the Checkout Gateway?")["diagnostics"]["answer_type"] is None

@@ -24,6 +24,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from tortus_pg import bridges, disputes
+from tortus_pg.answer_type import expected_type
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.evidence import Chunk, Evidence, Reached, chunk_info
@@ -453,6 +454,7 @@ def _plan(
         "density": density, "radius": radius, "portals": portal_decisions,
         "pruned": pruned if policy.explain else pruned[:20], "pruned_total": len(pruned),
         "reached_chunks": len(scores), "coverage": round(synthesis.coverage, 4), "missing_terms": synthesis.missing,
+        "answer_type": kind.name if (kind := expected_type(question)) else None,
         "contradictions": contradictions, "timings": clock.timings, "degraded": clock.degraded,
         "shard_crossings": sum(1 for hop in path if hop.get("shard_crossing")),
     }
