@@ -11,7 +11,11 @@ from tortus_pg.answer_type import expected_type
     ("Since when has the runbook applied?", "a time"),
     ("On which date was ADR-007 accepted?", "a time"),
     ("How many retries does ADR-007 allow?", "an amount"),
-    ("How long does the Event Bus keep messages?", "an amount"),
+    ("How long does the Event Bus keep messages?", "a duration or length"),
+    ("How much does it cost per month to run the Feature Store?", "a sum of money"),
+    ("What does the Feature Store cost?", "a sum of money"),
+    ("What was the price of the ticket?", "a sum of money"),
+    ("How much data does the Event Bus keep?", "an amount"),
     ("how often must signing keys be rotated?", "an amount"),
     ("What percentage of requests may be retries?", "an amount"),
     ("Which team owns the Checkout Gateway?", None),
@@ -35,6 +39,14 @@ def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     ("How many retries are allowed?", "Retries are capped at five per call.", True),
     ("How often are keys rotated?", "Keys are rotated every quarter.", True),
     ("How much does the Feature Store cost?", "The Feature Store is owned by the Data Platform Team.", False),
+    ("How much does the Feature Store cost?", "Features are at most 60 seconds behind the stream.", False),
+    ("How much does the Feature Store cost?", "The cluster costs $4,200 a month.", True),
+    ("How much does the Feature Store cost?", "It runs at 3,900 EUR per month.", True),
+    ("How long are ledger entries kept?", "Class F records are retained for 10 years.", True),
+    ("How long are ledger entries kept?", "Class F records are retained for ten years.", True),
+    ("How long are ledger entries kept?", "Messages are kept for a week.", True),
+    ("How long is the bridge?", "The bridge is 2.5 km long.", True),
+    ("How long are ledger entries kept?", "Retries are capped at 5 per call.", False),
 ])
 def test_a_sentence_gives_the_type_or_not(question: str, sentence: str, gives: bool) -> None:
     kind = expected_type(question)

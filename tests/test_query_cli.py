@@ -90,6 +90,6 @@ def test_explain_says_what_kind_of_answer_the_question_asks_for(demo: tuple[Path
     asked = "How long does the Event Bus retain messages on the payments topics?"
     result = runner.invoke(app, ["--workspace", str(ws), "query", asked, "--explain"], env=env)
     assert result.exit_code == 0, result.output
-    assert "the question asks for an amount" in result.output
-    assert query(*demo, asked)["diagnostics"]["answer_type"] == "an amount"
+    assert "the question asks for a duration or length" in result.output
+    assert query(*demo, asked)["diagnostics"]["answer_type"] == "a duration or length"
     assert query(*demo, "Which team owns the Checkout Gateway?")["diagnostics"]["answer_type"] is None
