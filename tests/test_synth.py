@@ -194,6 +194,18 @@ def test_llm_without_a_supported_claim_or_saying_unanswerable_withholds(db: psyc
     assert second.withheld and second.warnings == ["answer withheld: the model found no answer"]
 
 
+def test_llm_claims_must_give_the_kind_of_answer_asked_for(db: psycopg.Connection) -> None:
+    vague = llm_answer(("Signing keys used to issue authentication tokens must be rotated.", [1]))
+    dated = llm_answer(("Signing keys must be rotated at least every 90 days.", [1]))
+    with openai_server(contents=[vague, dated]) as server, \
+            ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+        first = synthesize(db, "How often must signing keys be rotated?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        second = synthesize(db, "How often must signing keys be rotated?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+    assert first.withheld and first.claims[0]["support"] == "supported"
+    assert first.warnings == ["answer withheld: the question asks for an amount and no supported claim gives one"]
+    assert not second.withheld and second.answer is not None and "90 days" in second.answer
+
+
 def test_refusal_comes_before_the_model_is_asked(db: psycopg.Connection) -> None:
     with openai_server(contents=[llm_answer(("anything", [1]))]) as server, \
             ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:

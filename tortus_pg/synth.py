@@ -432,6 +432,11 @@ class LLMSynthesizer:
         if not any(c["support"] == "supported" for c in claims):
             return Synthesis(None, True, 0.0, claims, coverage, missing,
                              ["answer withheld: no claim of the model is supported by the evidence", *notes])
+        kind = expected_type(question)
+        if kind is not None and not any(kind.given_by(c["text"]) for c in claims if c["support"] == "supported"):
+            return Synthesis(None, True, 0.0, claims, coverage, missing,
+                             [f"answer withheld: the question asks for {kind.name} and no supported claim gives one",
+                              *notes])
         answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
         supported_share = sum(c["support"] == "supported" for c in claims) / len(claims)
         return Synthesis(answer, False, round(coverage * supported_share, 4), claims, coverage, missing, notes)
