@@ -32,9 +32,9 @@ _LINES = (files("tortus_pg") / "demo" / "golden.jsonl").read_text(encoding="utf-
 GOLDEN: dict[str, str] = {q["id"]: q["question"] for q in map(json.loads, _LINES)}
 CLAUSE = "What does clause 7.3.2 of the Information Security Policy require?"
 MULTI_HOP = ["q13", "q16", "q17", "q19", "q23"]
-# q31 (Feature Store running cost) and q32 (chief executive officer) are still answered from
-# loosely related text: coverage alone does not catch them.
-NEGATIVE = ["q25", "q26", "q27", "q28", "q29", "q30"]
+# q31 (the Feature Store's monthly cost) is withheld because no sentence gives a sum of money;
+# q32 (the chief executive officer) is still answered from the CISO line.
+NEGATIVE = ["q25", "q26", "q27", "q28", "q29", "q30", "q31"]
 
 _SPAN = """
 select tortus.span_text(s.tenant_id, s.source_id, %s, %s) from tortus.source s
@@ -158,8 +158,10 @@ def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:
 
 # Answers the engine must get right, by what makes each work: the table row keyed by the code
 # (q02), bridges followed from the claim (q13, q22) or named outside the quoted sentence (q23),
-# a bridge followed from a withheld draft (q14), the clause a named service implements (q17).
-ANSWERS = {"q02": "Ledger write timed out", "q13": "Platform Team", "q14": "30 days before expiry",
+# a bridge followed from a withheld draft (q14), the clause a named service implements (q17),
+# the incident asked about rather than the one beside it (q11).
+ANSWERS = {"q02": "Ledger write timed out", "q11": "the ADR-011 storage migration", "q13": "Platform Team",
+           "q14": "30 days before expiry",
            "q17": "at least every 90 days", "q21": "Key Vault", "q22": "Data Platform Team",
            "q23": "Core Ledger Team"}
 

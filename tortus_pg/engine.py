@@ -511,7 +511,11 @@ def _select(
     # The walk's best chunks from other documents get the last WALK_SLOTS places: the second hop
     # an answer needs is often a section that mentions the bridge concept rather than the
     # document defining it.
-    head = [n for n in first_pass if n not in scores][: max(k - WALK_SLOTS, 1)]
+    # Once a document is about the identifier the question names, a document titled with another
+    # identifier (the incident next to the one asked about) reads alike but answers nothing.
+    searched = sorted((n for n in first_pass if n not in scores),
+                      key=lambda n: bool(about) and info[n].titled and info[n].uri not in about)
+    head = searched[: max(k - WALK_SLOTS, 1)]
     seen = {info[n].uri for n in head}
     walked = sorted((n for n in scores if n in info and info[n].uri not in seen), key=lambda n: (-scores[n], n))
     candidates = list(dict.fromkeys([*head, *walked[:WALK_SLOTS], *first_pass, *ordered]))
