@@ -161,9 +161,8 @@ def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:
 # a bridge followed from a withheld draft (q14), the clause a named service implements (q17),
 # the incident asked about rather than the one beside it (q11).
 ANSWERS = {"q02": "Ledger write timed out", "q11": "the ADR-011 storage migration", "q13": "Platform Team",
-           "q14": "30 days before expiry",
-           "q17": "at least every 90 days", "q21": "Key Vault", "q22": "Data Platform Team",
-           "q23": "Core Ledger Team"}
+           "q14": "30 days before expiry", "q17": "at least every 90 days", "q21": "Key Vault",
+           "q22": "Data Platform Team", "q23": "Core Ledger Team"}
 
 
 @pytest.mark.parametrize("qid", ANSWERS)

@@ -66,7 +66,7 @@ class Chunk:
     start: int
     end: int
     page: int | None
-    titled: bool = False  # its document's title carries an identifier ("INC-2025-014: …")
+    titled: bool  # its document's title carries an identifier ("INC-2025-014: …")
 
 
 def chunk_info(conn: psycopg.Connection, ids: list[int], vector: np.ndarray) -> dict[int, Chunk]:
