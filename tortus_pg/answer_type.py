@@ -7,7 +7,8 @@ answer that gives none is no answer to such a question, however many of its word
 "How much does the Feature Store cost?" by its freshness target of 60 seconds). The patterns
 are deliberately permissive: a time may be a date, a clock time, a period ("every 90 days") or
 an ordering ("before expiry"); an amount may be written in digits or words. Other questions
-("Which team …", "What does … mean") have no expected type.
+("Which team …", "What does … mean") have no expected type, nor do questions in languages other
+than English, whose openings these patterns do not read.
 """
 
 from __future__ import annotations
