@@ -1,4 +1,5 @@
-"""`tortus-pg bench`: the query engine's time per stage over a dataset's questions."""
+"""`tortus-pg bench`: the query engine's time per stage, or where its answers are lost, over a
+dataset's questions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from tortus_pg.bench import stage_timings
+from tortus_pg.bench import AnswerLosses, answer_losses, stage_timings
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput, TenantNotFound
@@ -26,12 +27,17 @@ def bench(
     on_tenant: bool = typer.Option(
         False, "--on-tenant", help="Ask on the workspace's tenant (--tenant) instead of the dataset's eval snapshot."
     ),
+    answers: bool = typer.Option(
+        False, "--answers", help="Instead of timings, count where answers are lost: withheld (by reason) or wrong "
+        "although the evidence holds the expected text."
+    ),
 ) -> None:
-    """Time the query engine stage by stage (mean and p95 ms) on a dataset's questions, asked on
-    the snapshot `tortus-pg eval` ingested (tenant eval-<dataset>) or with --on-tenant on yours."""
+    """Time the query engine stage by stage (mean and p95 ms) on a dataset's questions, or with
+    --answers count where its answers are lost; asked on the snapshot `tortus-pg eval` ingested
+    (tenant eval-<dataset>) or with --on-tenant on yours."""
     s = settings(ctx)
     dataset = load_dataset(dataset_path)
-    questions = [q.text for q in dataset.questions][:limit]
+    questions = dataset.questions[:limit]
     tenant = s.tenant if on_tenant else tenant_for(dataset.name)
     embedder = make_embedder(s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
                              model=s.embed_model)
@@ -39,17 +45,44 @@ def bench(
         try:
             with tenant_scope(conn, tenant), Progress(*COLUMNS, console=err_console, transient=True) as bar:
                 task = bar.add_task(f"asking on {tenant}", total=len(questions))
-                rows = stage_timings(conn, questions, embedder, ts_config=s.text_search_config,
-                                     on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+
+                def progress(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                if answers:
+                    losses = answer_losses(conn, questions, embedder, ts_config=s.text_search_config,
+                                           on_progress=progress)
+                else:
+                    rows = stage_timings(conn, [q.text for q in questions], embedder,
+                                         ts_config=s.text_search_config, on_progress=progress)
         except TenantNotFound as exc:
             if on_tenant:
                 raise
             raise InvalidInput(f"no snapshot of {dataset.name!r} yet: run `tortus-pg eval {dataset_path}` first, "
                                "or pass --on-tenant to ask on the workspace's tenant") from exc
+    if answers:
+        _print_losses(losses, f"{dataset.name} on {tenant}: {len(questions)} questions")
+        return
     table = Table(title=f"{dataset.name} on {tenant}: {len(questions)} questions")
     table.add_column("stage")
     for header in ("questions", "mean ms", "p95 ms"):
         table.add_column(header, justify="right")
     for r in rows:
         table.add_row(r.stage, str(r.questions), f"{r.mean_ms:.1f}", f"{r.p95_ms:.1f}")
+    console.print(table)
+
+
+def _print_losses(losses: AnswerLosses, title: str) -> None:
+    table = Table(title=title)
+    table.add_column("answerable questions")
+    table.add_column("count", justify="right")
+    for name, count in [("answered", losses.answered), ("answer contains the expected text", losses.matched),
+                        ("evidence contains the expected text", losses.in_evidence),
+                        ("  answered without it", losses.wrong_with_evidence),
+                        ("  withheld", sum(losses.withheld_with_evidence.values()))]:
+        table.add_row(name, f"{count} of {losses.answerable}")
+    for reason, count in losses.withheld_with_evidence.most_common():
+        table.add_row(f"    {reason}", str(count))
+    if losses.negatives:
+        table.add_row("negatives withheld", f"{losses.negatives_withheld} of {losses.negatives}")
     console.print(table)

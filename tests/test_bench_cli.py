@@ -1,11 +1,16 @@
-"""`tortus-pg bench`: the engine's time per stage, over a real database (hash embedder)."""
+"""`tortus-pg bench`: the engine's time per stage and where its answers are lost, over a real
+database (hash embedder)."""
 
 from pathlib import Path
 
 from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
+from tortus_pg.bench import answer_losses, refusal_reason
+from tortus_pg.db import connect, tenant_scope
+from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
+from tortus_pg.eval.datasets import Question
 
 runner = CliRunner()
 
@@ -29,3 +34,36 @@ def test_bench_without_a_snapshot_says_how_to_make_one(demo: tuple[Path, dict[st
     result = runner.invoke(app, ["--workspace", str(ws), "bench", "demo", "--limit", "1"], env=env)
     assert isinstance(result.exception, InvalidInput)
     assert "run `tortus-pg eval demo` first, or pass --on-tenant" in str(result.exception)
+
+
+def test_bench_answers_counts_where_answers_are_lost(demo: tuple[Path, dict[str, str]]) -> None:
+    clause = "What does clause 7.3.2 of the Information Security Policy require?"
+    priced = "How much does it cost to rotate signing keys under clause 7.3.2 of the Information Security Policy?"
+    questions = [Question("a", clause, {}, "rotated at least every 90 days", (), "clause"),
+                 Question("b", priced, {}, "90 days", (), "clause"),  # the clause is evidence, but no sum
+                 Question("c", "What will the weather be like in Lisbon tomorrow?", {}, None, (), "negative")]
+    with connect(demo[1]["TORTUS_DATABASE_URL"]) as conn, tenant_scope(conn, "default"):
+        losses = answer_losses(conn, questions, make_embedder("hash"))
+    assert (losses.answerable, losses.answered, losses.matched, losses.in_evidence) == (2, 1, 1, 2)
+    assert losses.wrong_with_evidence == 0
+    assert losses.withheld_with_evidence == {
+        "the question asks for a sum of money and no sentence that matches it gives one": 1}
+    assert (losses.negatives, losses.negatives_withheld) == (1, 1)
+
+
+def test_bench_answers_prints_the_losses(demo: tuple[Path, dict[str, str]]) -> None:
+    ws, env = demo
+    result = runner.invoke(app, ["--workspace", str(ws), "bench", "demo", "--on-tenant", "--answers", "--limit", "3"],
+                           env={**env, "COLUMNS": "140"})
+    assert result.exit_code == 0, result.output
+    assert "evidence contains the expected text" in result.output and " of 3 " in result.output
+
+
+def test_refusal_reasons_drop_the_question_specifics() -> None:
+    assert refusal_reason(["degraded: slow", "answer withheld: no evidence about The Prairie King answers it"]) == \
+        "no evidence about … answers it"
+    assert refusal_reason(["answer withheld: the evidence covers 47% of what the question asks (at least 50% "
+                           "needed)"]) == "the evidence covers N% of what the question asks (…)"
+    assert refusal_reason(["answer withheld: the sentences that match the question do not mention INC-2025-014"]) == \
+        "the sentences that match the question do not mention …"
+    assert refusal_reason([]) == "no reason given"

@@ -1,9 +1,12 @@
-"""`tortus-pg bench`: where the query engine's time goes, stage by stage, over a set of questions."""
+"""`tortus-pg bench`: where the query engine's time goes, stage by stage, and where its answers
+are lost, over a set of questions."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import psycopg
@@ -11,6 +14,8 @@ import psycopg
 from tortus_pg.embed import Embedder
 from tortus_pg.engine import answer
 from tortus_pg.errors import InvalidInput
+from tortus_pg.eval.datasets import Question
+from tortus_pg.eval.metrics import contains_answer
 
 
 @dataclass(frozen=True)
@@ -41,3 +46,64 @@ def stage_timings(
             on_progress(done, len(questions))
     rows = [StageTiming(name, len(ms), float(np.mean(ms)), float(np.percentile(ms, 95))) for name, ms in stages.items()]
     return sorted(rows, key=lambda r: -r.mean_ms)
+
+
+@dataclass
+class AnswerLosses:
+    """Where the answers to a set of questions are lost. The expected text counts as in the
+    evidence when any evidence chunk contains it (as the eval's answer match does, ignoring case)."""
+
+    answerable: int = 0
+    answered: int = 0
+    matched: int = 0  # the answer contains the expected text
+    in_evidence: int = 0  # the evidence contains it
+    wrong_with_evidence: int = 0  # answered without it although the evidence has it
+    withheld_with_evidence: Counter[str] = field(default_factory=Counter)  # refusal reason -> questions
+    negatives: int = 0
+    negatives_withheld: int = 0
+
+
+_SPECIFICS = [(re.compile(r"\d+(?:\.\d+)?"), "N"), (re.compile(r"\([^)]*\)"), "(…)"),
+              (re.compile(r"^no evidence about .+ answers it$"), "no evidence about … answers it"),
+              (re.compile(r"\b(do not mention|no evidence mentions) .+$"), r"\1 …")]
+
+
+def refusal_reason(warnings: Sequence[str]) -> str:
+    """Why an answer was withheld, without the question's specifics (names, shares, terms), so
+    that refusals of one kind count together."""
+    why = next((w.removeprefix("answer withheld: ") for w in warnings if w.startswith("answer withheld: ")),
+               "no reason given")
+    for pattern, repl in _SPECIFICS:
+        why = pattern.sub(repl, why)
+    return why
+
+
+def answer_losses(
+    conn: psycopg.Connection, questions: Sequence[Question], embedder: Embedder | None, *, ts_config: str = "english",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> AnswerLosses:
+    """Ask each question with the default policy (inside a tenant scope; no trace stored) and
+    count where the answers are lost: withheld or wrong although the evidence holds the answer."""
+    if not questions:
+        raise InvalidInput("no questions to ask")
+    losses = AnswerLosses()
+    for done, question in enumerate(questions, 1):
+        out = answer(conn, question.text, embedder=embedder, store=False, ts_config=ts_config)
+        expected = (question.answer, *question.aliases)
+        if question.is_negative:
+            losses.negatives += 1
+            losses.negatives_withheld += out.withheld
+        elif any(expected):  # BEIR queries have gold passages but no answer text
+            losses.answerable += 1
+            losses.answered += not out.withheld
+            matched = not out.withheld and bool(contains_answer(out.answer, expected))
+            losses.matched += matched
+            if any(contains_answer(e.text, expected) for e in out.evidence):
+                losses.in_evidence += 1
+                if out.withheld:
+                    losses.withheld_with_evidence[refusal_reason(out.warnings)] += 1
+                elif not matched:
+                    losses.wrong_with_evidence += 1
+        if on_progress is not None:
+            on_progress(done, len(questions))
+    return losses

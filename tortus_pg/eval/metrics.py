@@ -126,6 +126,16 @@ def abstention_correct(is_negative: bool, withheld: bool) -> bool:
     return is_negative == withheld
 
 
+def contains_answer(text: str | None, expected: Sequence[str | None]) -> bool | None:
+    """Whether `text` contains the expected answer or one of its aliases, ignoring case; None
+    when nothing is expected (a negative question)."""
+    wanted = [e.casefold() for e in expected if e]
+    if not wanted:
+        return None
+    found = (text or "").casefold()
+    return any(w in found for w in wanted)
+
+
 def percentile(values: Sequence[float], p: float) -> float | None:
     """The p-th percentile (0 <= p <= 100) by linear interpolation, numpy's default method.
 

@@ -13,6 +13,7 @@ from tortus_pg.eval.metrics import (
     abstention_correct,
     all_gold_at_k,
     bootstrap_ci,
+    contains_answer,
     mrr,
     ndcg_at_k,
     paired_bootstrap_diff,
@@ -84,10 +85,9 @@ def question_metrics(
     if out.withheld is not None:
         metrics["withheld"] = float(out.withheld)
         metrics["abstention_correct"] = float(abstention_correct(negative, out.withheld))
-        wanted = [e.casefold() for e in expected if e]
-        if wanted:
-            text = (out.answer or "").casefold()
-            metrics["answer_match"] = float(not out.withheld and any(w in text for w in wanted))
+        match = contains_answer(out.answer, expected)
+        if match is not None:
+            metrics["answer_match"] = float(not out.withheld and match)
     return {**metrics, **out.diagnostics}
 
 
