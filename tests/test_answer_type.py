@@ -10,6 +10,8 @@ from tortus_pg.answer_type import expected_type
     ("In what year did the band form?", "a time"),
     ("Since when has the runbook applied?", "a time"),
     ("On which date was ADR-007 accepted?", "a time"),
+    ("The league includes the Adelaide team that was formed in what year?", "a time"),
+    ("Both breeds were developed during which century?", "a time"),
     ("How many retries does ADR-007 allow?", "an amount"),
     ("How long does the Event Bus keep messages?", "a duration or length"),
     ("How much does it cost per month to run the Feature Store?", "a sum of money"),

@@ -1,8 +1,8 @@
 """What kind of answer a question's opening asks for, when its words say so.
 
-"When …?" and "In what year …?" ask for a time; "How much does … cost?" for a sum of money;
-"How long …?" for a duration (or a length); "How many / much / often …?" for an amount. An
-answer that gives none is no answer to such a question, however many of its words it shares
+"When …?" and "In what year …?" ask for a time (so does "what year" anywhere: "… formed in
+what year?"); "How much does … cost?" for a sum of money; "How long …?" for a duration (or a
+length); "How many / much / often …?" for an amount. An answer that gives none is no answer to such a question, however many of its words it shares
 ("When was the performer of Dream born?" is not answered by "Dream (Dizzee Rascal song)", nor
 "How much does the Feature Store cost?" by its freshness target of 60 seconds). The patterns
 are deliberately permissive: a time may be a date, a clock time, a period ("every 90 days") or
@@ -49,7 +49,8 @@ TYPES = (  # the first whose question pattern matches applies
     AnswerType(
         "a time",
         re.compile(r"^\W*(?:(?:since|until|by|from|in|on|at|during)\s+)?(?:when\b|(?:what|which)\s+"
-                   r"(?:year|date|day|month|decade|century|time)\b)", re.I),
+                   r"(?:year|date|day|month|decade|century|time)\b)"
+                   r"|\b(?:what|which)\s+(?:year|date|decade|century)\b", re.I),  # "… formed in what year?"
         re.compile(rf"{_NUMBER}|\b(?-i:{_MONTHS})\b|\b(?:{_PERIODS}|before|after|during|until|since|ago|century|decade)\b",
                    re.I),
     ),
