@@ -2,13 +2,14 @@
 
 "When …?" and "In what year …?" ask for a time (so does "what year" anywhere: "… formed in
 what year?"); "How much does … cost?" for a sum of money; "How long …?" for a duration (or a
-length); "How many / much / often …?" for an amount. An answer that gives none is no answer to such a question, however many of its words it shares
-("When was the performer of Dream born?" is not answered by "Dream (Dizzee Rascal song)", nor
-"How much does the Feature Store cost?" by its freshness target of 60 seconds). The patterns
-are deliberately permissive: a time may be a date, a clock time, a period ("every 90 days") or
-an ordering ("before expiry"); an amount may be written in digits or words. Other questions
-("Which team …", "What does … mean") have no expected type, nor do questions in languages other
-than English, whose openings these patterns do not read.
+length); "How many / much / often …?" for an amount. An answer that gives none is no answer to
+such a question, however many of its words it shares ("When was the performer of Dream born?"
+is not answered by "Dream (Dizzee Rascal song)", nor "How much does the Feature Store cost?" by
+its freshness target of 60 seconds). The patterns are deliberately permissive: a time may be a
+date, a clock time, a period ("every 90 days") or an ordering ("before expiry"); an amount may
+be written in digits or words. Other questions ("Which team …", "What does … mean") have no
+expected type, nor do questions in languages other than English, whose openings these
+patterns do not read.
 """
 
 from __future__ import annotations

@@ -379,9 +379,6 @@ def _plan(
     evidence, tokens = _select(ranking, info, hits, scores, k, policy.max_tokens)
 
     by_node = {r.node_id: r for r in reached}
-    chosen = [e.node_id for e in evidence]
-    no_statements: list[dict[str, Any]] = []
-    contradictions = clock.attempt("contradictions", partial(disputes.contradictions, conn, chosen), no_statements)
     no_links: list[tuple[int, int, int, str]] = []
     links = clock.attempt("links", partial(_definitions, conn, evidence), no_links)
 
@@ -425,6 +422,11 @@ def _plan(
     by_node.update(_linked_paths(cited, links, by_node))
     path: list[dict[str, Any]] = clock.attempt("paths", lambda: _paths(conn, shown or evidence[:2], hits, by_node),
                                                [])
+    # Contradictions stated inside the final evidence (a followed bridge's chunk included) are
+    # noted when a cited chunk states them.
+    no_statements: list[dict[str, Any]] = []
+    contradictions = clock.attempt("contradictions", partial(disputes.contradictions, conn,
+                                                             [e.node_id for e in evidence]), no_statements)
     disputed = [c for c in contradictions if any(disputes.stated_in(c["evidence"], e) for e in cited)]
     # A quoted source that a newer one supersedes or disputes is flagged wherever that is stated.
     overruled = clock.attempt("superseded", partial(disputes.superseded, conn, synthesis.claims, evidence),
