@@ -30,25 +30,31 @@ def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     assert (found.name if found else None) == kind
 
 
+# question -> sentences that give what it asks for, and sentences that do not
+GIVEN = {
+    "When was he born?": (["Dylan Mills (born 18 September 1984) is a rapper.",
+                           "He was born in Bow, in May of that year."],
+                          ["Dream (Dizzee Rascal song)",
+                           "He may be the best known rapper of Bow."]),  # "may", not the month
+    "When must certificates be renewed?": (["They must be renewed at least 30 days before expiry."], []),
+    "When is the export run?": (["The ledger export runs nightly."], []),
+    "How many retries are allowed?": (["Retries are capped at 5 per call.", "Retries are capped at five per call."],
+                                      []),
+    "How often are keys rotated?": (["Keys are rotated every quarter."], []),
+    "How much does the Feature Store cost?": (["The cluster costs $4,200 a month.", "It runs at 3,900 EUR per month."],
+                                              ["The Feature Store is owned by the Data Platform Team.",
+                                               "Features are at most 60 seconds behind the stream."]),
+    "How long are ledger entries kept?": (["Class F records are retained for 10 years.",
+                                           "Class F records are retained for ten years.",
+                                           "Messages are kept for a week."],
+                                          ["Retries are capped at 5 per call."]),
+    "How long is the bridge?": (["The bridge is 2.5 km long."], []),
+}
+
+
 @pytest.mark.parametrize(("question", "sentence", "gives"), [
-    ("When was he born?", "Dylan Mills (born 18 September 1984) is a rapper.", True),
-    ("When was he born?", "He was born in Bow, in May of that year.", True),
-    ("When must certificates be renewed?", "They must be renewed at least 30 days before expiry.", True),
-    ("When is the export run?", "The ledger export runs nightly.", True),
-    ("When was he born?", "Dream (Dizzee Rascal song)", False),
-    ("When was he born?", "He may be the best known rapper of Bow.", False),  # "may", not the month
-    ("How many retries are allowed?", "Retries are capped at 5 per call.", True),
-    ("How many retries are allowed?", "Retries are capped at five per call.", True),
-    ("How often are keys rotated?", "Keys are rotated every quarter.", True),
-    ("How much does the Feature Store cost?", "The Feature Store is owned by the Data Platform Team.", False),
-    ("How much does the Feature Store cost?", "Features are at most 60 seconds behind the stream.", False),
-    ("How much does the Feature Store cost?", "The cluster costs $4,200 a month.", True),
-    ("How much does the Feature Store cost?", "It runs at 3,900 EUR per month.", True),
-    ("How long are ledger entries kept?", "Class F records are retained for 10 years.", True),
-    ("How long are ledger entries kept?", "Class F records are retained for ten years.", True),
-    ("How long are ledger entries kept?", "Messages are kept for a week.", True),
-    ("How long is the bridge?", "The bridge is 2.5 km long.", True),
-    ("How long are ledger entries kept?", "Retries are capped at 5 per call.", False),
+    (question, sentence, gives) for question, (yes, no) in GIVEN.items()
+    for gives, sentences in ((True, yes), (False, no)) for sentence in sentences
 ])
 def test_a_sentence_gives_the_type_or_not(question: str, sentence: str, gives: bool) -> None:
     kind = expected_type(question)

@@ -349,7 +349,9 @@ def _plan(
             reached, pruned = again
             notes.append("the walk found too little within the torus radius and was widened")
     candidates = [*seed_ids, *(r.node_id for r in reached)]
-    info: dict[int, Chunk] = clock.attempt("candidates", lambda: chunk_info(conn, candidates, vector), {})
+    # Titles matter to evidence selection only when a document is about an identifier the question names.
+    titles = any(h.heading_match for h in hits)
+    info: dict[int, Chunk] = clock.attempt("candidates", lambda: chunk_info(conn, candidates, vector, titles), {})
     ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
     # The question's weighted terms, once: for the portal decision here and for synthesis.
     inherits: dict[str, list[str]] = {}
@@ -373,7 +375,7 @@ def _plan(
         if again is not None:
             reached, pruned = again
             info = {**info, **clock.attempt("candidates", lambda: chunk_info(
-                conn, [r.node_id for r in reached if r.node_id not in info], vector), {})}
+                conn, [r.node_id for r in reached if r.node_id not in info], vector, titles), {})}
             ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
 
     evidence, tokens = _select(ranking, info, hits, scores, k, policy.max_tokens)

@@ -64,6 +64,11 @@ class Terms:
     def total(self) -> float:
         return sum(self.weights.values())
 
+    def weight(self, lexemes: set[str]) -> float:
+        """The summed weight of the question's terms among `lexemes`, added in a fixed order and
+        rounded: set order varies between processes, and float noise must not decide ties."""
+        return round(sum(w for t, w in sorted(self.weights.items()) if t in lexemes), 9)
+
     def covered(self, lexemes: set[str]) -> float:
         share = sum(w for t, w in sorted(self.weights.items()) if t in lexemes) / self.total if self.total else 0.0
         return round(share, 9)
@@ -173,11 +178,12 @@ def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
         headings = {" ".join(part.split()).casefold() for part in item.label.split(" > ")}
         for start, end in sentence_spans(item.text):
             text = item.text[start:end]
-            if text.lstrip().startswith("#") or len(text.split()) < 4 or " ".join(text.split()).casefold() in headings:
+            flat = " ".join(text.split())
+            if text.lstrip().startswith("#") or len(text.split()) < 4 or flat.casefold() in headings:
                 continue
             if text.startswith("|") and _TABLE_RULE.match(item.text, item.text.find("\n", end) + 1 or len(item.text)):
                 continue
-            out.append((i, start, end, " ".join(text.split())))
+            out.append((i, start, end, flat))
     return out
 
 
@@ -294,12 +300,7 @@ def _quote(
     chosen: list[int] = []
     covered: set[str] = set()
     while len(chosen) < MAX_CLAIMS:
-        gains = [
-            # Summed in a fixed order and rounded: set order varies between processes, and float
-            # noise must not decide ties.
-            (round(sum(terms.weights.get(t, 0.0) for t in sorted(sets[j] - covered)), 9), keyed[j], -j)
-            for j in range(len(sentences)) if j not in chosen
-        ]
+        gains = [(terms.weight(sets[j] - covered), keyed[j], -j) for j in range(len(sentences)) if j not in chosen]
         if not gains:
             break
         gain, _, neg_j = max(gains)
@@ -308,7 +309,7 @@ def _quote(
         chosen.append(-neg_j)
         covered |= sets[-neg_j]
     if chosen and kind is not None and not any(kind.given_by(sentences[j][3]) for j in chosen):
-        typed = [(round(sum(terms.weights.get(t, 0.0) for t in sorted(sets[j])), 9), keyed[j], -j)
+        typed = [(terms.weight(sets[j]), keyed[j], -j)
                  for j in range(len(sentences)) if sets[j] and kind.given_by(sentences[j][3])]
         if typed:
             chosen.append(-max(typed)[2])
