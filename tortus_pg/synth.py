@@ -203,11 +203,31 @@ def _keyed(conn: psycopg.Connection, sentences: Sequence[str], terms: Terms, ts_
     """Whether each sentence opens with an identifier or a name of the question: its subject
     ("E-2107 | Ledger write timed out", "Checkout Gateway is owned by ..."), which makes it the
     statement about that thing rather than one mentioning it on the way."""
-    subject = set(terms.identifiers).union(*terms.names.values())
+    return _opens_with(conn, sentences, set(terms.identifiers).union(*terms.names.values()), ts_config)
+
+
+def _opens_with(conn: psycopg.Connection, sentences: Sequence[str], subject: set[str], ts_config: str) -> list[bool]:
+    """Whether each sentence's first three words carry one of the `subject` lexemes."""
     if not subject:
         return [False] * len(sentences)
     openings = [" ".join(s.lstrip("|-*# ").split()[:3]) for s in sentences]
     return [bool(found & subject) for found in lexemes(conn, openings, ts_config)]
+
+
+_IDENTIFIERS = """
+select tortus.identifier_lexemes(x.t, %(cfg)s::regconfig)
+from unnest(%(texts)s::text[]) with ordinality as x(t, i) order by x.i
+"""
+
+
+def _bridged(conn: psycopg.Connection, claims: Sequence[str], terms: Terms, ts_config: str) -> set[str]:
+    """The identifiers the claims name and the question does not: what a claim resolves the
+    question's description to ("Merchants received E-1042" for "the error code that merchants
+    received")."""
+    if not claims:
+        return set()
+    rows = conn.execute(_IDENTIFIERS, {"texts": list(claims), "cfg": ts_config}).fetchall()
+    return set().union(*(set(r[0]) for r in rows)) - terms.identifiers
 
 
 def _unasked(terms: Terms, said: set[str]) -> str | None:
@@ -299,15 +319,19 @@ def _quote(
     keyed = _keyed(conn, [s[3] for s in sentences], terms, ts_config)
     chosen: list[int] = []
     covered: set[str] = set()
+    resolves = [False] * len(sentences)
     while len(chosen) < MAX_CLAIMS:
-        gains = [(terms.weight(sets[j] - covered), keyed[j], -j) for j in range(len(sentences)) if j not in chosen]
+        gains = [(resolves[j], terms.weight(sets[j] - covered), keyed[j], -j)
+                 for j in range(len(sentences)) if j not in chosen]
         if not gains:
             break
-        gain, _, neg_j = max(gains)
-        if gain <= 0 or (chosen and gain < 0.1 * terms.total):
+        resolved, gain, _, neg_j = max(gains)
+        if not resolved and (gain <= 0 or (chosen and gain < 0.1 * terms.total)):
             break
         chosen.append(-neg_j)
         covered |= sets[-neg_j]
+        if len(chosen) == 1:
+            resolves = _resolutions(conn, sentences, own, context_of, sets, chosen[0], terms, ts_config)
     if chosen and kind is not None and not any(kind.given_by(sentences[j][3]) for j in chosen):
         typed = [(terms.weight(sets[j]), keyed[j], -j)
                  for j in range(len(sentences)) if sets[j] and kind.given_by(sentences[j][3])]
@@ -335,6 +359,24 @@ def _quote(
             "matched_terms": sorted(t for t in sets[j] if t in terms.weights),
         })
     return claims, covered
+
+
+def _resolutions(
+    conn: psycopg.Connection, sentences: Sequence[tuple[int, int, int, str]], own: Sequence[set[str]],
+    context_of: Mapping[int, set[str]], sets: list[set[str]], first: int, terms: Terms, ts_config: str,
+) -> list[bool]:
+    """Which sentences say what the first claim resolves the question to: when that claim names
+    an identifier the question does not (a bridge), a sentence of another chunk of the chain that
+    opens with it is the statement about it ("E-1042 | Upstream TLS handshake failed" after
+    "Merchants received E-1042"). It shares no word with the question, so it is read in its
+    heading's context (`sets` is updated) and quoted next; one is enough."""
+    bridged = _bridged(conn, [sentences[first][3]], terms, ts_config)
+    opens = _opens_with(conn, [s[3] for s in sentences], bridged, ts_config)
+    best = next((j for j, s in enumerate(sentences) if opens[j] and s[0] != sentences[first][0]), None)
+    if best is None:
+        return [False] * len(sentences)
+    sets[best] = own[best] | context_of[sentences[best][0]]
+    return [j == best for j in range(len(sentences))]
 
 
 def synthesize(
