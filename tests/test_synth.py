@@ -113,6 +113,31 @@ def test_claims_must_mention_the_identifiers_the_question_names(db: psycopg.Conn
     assert not answered.withheld and said in [c["text"] for c in answered.claims]
 
 
+def test_the_sentence_about_an_identifier_a_claim_resolves_to_follows_it(db: psycopg.Connection) -> None:
+    # "The error code that merchants received" is E-1042 by the first claim; E-1042's row shares
+    # no word with the question, yet it is what the question asks, and it beats a row that only
+    # matches "merchant".
+    said = "Merchants received E-1042 responses during INC-2025-014."
+    rows = ("| Code | Meaning | Retry |\n|---|---|---|\n| E-1090 | Merchant account suspended | No |\n"
+            "| E-1042 | Upstream TLS handshake failed | Yes |")
+    evidence = [Evidence(11, "INC-2025-014 > Summary", "incidents/inc-2025-014.md", 0, len(said), None, said, 0.0,
+                         "seed"),
+                Evidence(12, "Error codes > Transport errors", "payments/error-codes.html", 0, len(rows), None, rows,
+                         0.0, "seed")]
+    question = "What does the error code that merchants received during INC-2025-014 mean?"
+    out = synthesize(db, question, evidence, [[0, 1]])
+    assert not out.withheld
+    assert [c["text"] for c in out.claims] == [said, "| E-1042 | Upstream TLS handshake failed | Yes |"]
+    # Only a sentence of another chunk of the same chain resolves it.
+    apart = synthesize(db, question, evidence, [[0], [1]])
+    assert "E-1042 | Upstream" not in (apart.answer or "")
+    # A claim naming no identifier beyond the question's resolves nothing.
+    plain = "Merchants received errors during INC-2025-014."
+    evidence[0] = Evidence(11, "INC-2025-014 > Summary", "incidents/inc-2025-014.md", 0, len(plain), None, plain, 0.0,
+                           "seed")
+    assert "E-1042 | Upstream" not in (synthesize(db, question, evidence, [[0, 1]]).answer or "")
+
+
 def test_what_a_named_thing_implements_answers_for_it_with_the_sentence_saying_so(db: psycopg.Connection) -> None:
     token = ("Token Service relies on Key Vault for its signing keys. "
              "Token Service implements clause 7.3.2 of the Information Security Policy.")

@@ -23,7 +23,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from tortus_pg import bridges, disputes
+from tortus_pg import bridges, disputes, relations
 from tortus_pg.answer_type import expected_type
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
@@ -412,6 +412,17 @@ def _plan(
         synthesis = clock.attempt("synthesis", partial(synthesized, links), synthesis)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
+    # "Which team / system / decision / incident …": the chain of typed relations from what the
+    # question names to a node of that kind answers it, when one covers the question; its edges'
+    # spans are the claims and the chain is the path.
+    relation = None if synthesizer is not None or terms is None else clock.attempt(
+        "relations", partial(relations.best_relation, conn, question, terms, [n for n, _ in concepts],
+                             policy.max_hops, ts_config), None)
+    if relation is not None:
+        evidence, synthesis, chain_paths = relations.answer(conn, relation, evidence, vector, k, policy.max_tokens)
+        by_node.update(chain_paths)
+        tokens = sum(len(e.text.split()) for e in evidence)
+        links = clock.attempt("links", partial(_definitions, conn, evidence), links)
     cited = list({c["evidence"]: evidence[c["evidence"]] for c in synthesis.claims
                   if c.get("evidence") is not None}.values())
     # The ranking leads with the chunks the answer (or its withheld draft) quotes.
@@ -547,7 +558,9 @@ def _select(
     return chosen, used
 
 
-def _lexical_within(ordered: Sequence[int], about: set[str], info: dict[int, Chunk], seeds: dict[int, Hit]) -> list[int]:
+def _lexical_within(
+    ordered: Sequence[int], about: set[str], info: dict[int, Chunk], seeds: dict[int, Hit]
+) -> list[int]:
     """`ordered` with the chunks of the documents in `about` re-ordered among their own places by
     BM25 rank (chunks BM25 did not find after those it did, in their order). The sections of the
     document about an identifier share its topic, so dense vectors find them all alike; what

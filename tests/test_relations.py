@@ -1,0 +1,103 @@
+"""Relation chains on the demo corpus: the typed paths `tortus.relation_paths` returns, and the
+chain `best_relation` picks to answer a "Which team / system / decision …" question."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tortus_pg.db import tenant_scope
+from tortus_pg.engine import _labels, concepts_in
+from tortus_pg.relations import Relation, Target, best_relation, matches, target_of
+from tortus_pg.synth import question_terms
+
+
+@pytest.fixture
+def db(demo: tuple[Path, dict[str, str]]) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(demo[1]["TORTUS_DATABASE_URL"]) as conn, tenant_scope(conn, "default"):
+        yield conn
+
+
+@pytest.mark.parametrize(("question", "target"), [
+    ("Which team owns the Checkout Gateway?", Target("group", "team")),
+    ("which database cluster does the Ledger Service rely on?", Target("system", "database cluster")),
+    ("The gateway depends on a service. Which architecture decision record made that change?",
+     Target("decision", "architecture decision record")),
+    ("In which incident did merchants receive E-1042?", Target("event", "incident")),
+    # A noun inside a name, a definitional question, and other kinds ask for no relation.
+    ("In which Token Service release did the algorithm change?", None),
+    ("What is the service level of the Ledger Service?", None),
+    ("Which film came out first?", None),
+    ("Who owns the Checkout Gateway?", None),
+])
+def test_which_questions_ask_for_a_kind_of_node(question: str, target: Target | None) -> None:
+    assert target_of(question) == target
+
+
+def test_a_node_is_of_the_asked_kind() -> None:
+    assert matches("group", "entity", "Platform Team") and not matches("group", "entity", "Key Vault")
+    assert matches("system", "entity", "Key Vault") and not matches("system", "entity", "Platform Team")
+    assert matches("decision", "decision", "ADR-011") and not matches("decision", "entity", "ADR-011")
+    assert matches("event", "event", "INC-2025-014") and not matches("system", "event", "INC-2025-014")
+
+
+def _node(db: psycopg.Connection, label: str) -> int:
+    row = db.execute("select node_id from tortus.node where tenant_id = tortus.current_tenant() and label = %s "
+                     "and kind <> 'chunk' order by node_id limit 1", [label]).fetchone()
+    assert row is not None, label
+    return int(row[0])
+
+
+def test_relation_paths_follow_typed_edges_both_ways_within_the_hop_bound(db: psycopg.Connection) -> None:
+    gateway = _node(db, "Checkout Gateway")
+    rows = db.execute("select path, edges, types, directions from tortus.relation_paths(%s::bigint[], 2)",
+                      [[gateway]]).fetchall()
+    labels = dict(db.execute("select node_id, label from tortus.node where tenant_id = tortus.current_tenant() "
+                             "and node_id = any(%s)", [list({n for p, *_ in rows for n in p})]).fetchall())
+    chains = {tuple(labels[n] for n in p): (t, d) for p, _, t, d in rows}
+    assert chains[("Checkout Gateway", "Payments Team")] == (["owned_by"], ["out"])
+    assert chains[("Checkout Gateway", "Ledger Service", "Core Ledger Team")] == (["depends_on", "owned_by"],
+                                                                                  ["out", "out"])
+    # Against the edge: INC-2025-014 affected the gateway.
+    assert chains[("Checkout Gateway", "INC-2025-014")] == (["affects"], ["in"])
+    assert all(1 <= len(e) <= 2 and len(set(p)) == len(p) == len(e) + 1 for p, e, _, _ in rows)
+    assert not any("mentions" in t or "related_to" in t for _, _, t, _ in rows)
+    # One edge per node: a single chain, each path the start of the next.
+    single = sorted(r[0] for r in db.execute("select path from tortus.relation_paths(%s::bigint[], 2, fan_out => 1)",
+                                             [[gateway]]).fetchall())
+    assert [len(p) for p in single] == [2, 3] and single[1][:2] == single[0]
+
+
+def _relation(db: psycopg.Connection, question: str, max_hops: int = 3) -> Relation | None:
+    concepts = concepts_in(db, question)
+    terms = question_terms(db, question, names=_labels(db, [n for n, defined in concepts if defined]))
+    return best_relation(db, question, terms, [n for n, _ in concepts], max_hops)
+
+
+def test_the_chain_to_a_node_of_the_asked_kind_answers(db: psycopg.Connection) -> None:
+    r = _relation(db, "Which team owns the system whose expired certificate caused INC-2025-014?")
+    assert r is not None and r.labels == ["INC-2025-014", "Key Vault", "Platform Team"]
+    assert [h.type for h in r.hops] == ["caused_by", "owned_by"] and r.directions == ["out", "out"]
+    for hop in r.hops:  # each claim is the span that states the edge, inside the chunk cited for it
+        text = db.execute("select tortus.span_text(s.tenant_id, s.source_id, %s, %s) from tortus.source s "
+                          "where s.tenant_id = tortus.current_tenant() and s.uri = %s",
+                          [hop.start, hop.end, hop.uri]).fetchone()
+        assert text == (hop.text,) and hop.chunk is not None
+
+
+def test_the_end_node_s_own_name_does_not_cover_the_question(db: psycopg.Connection) -> None:
+    # "Token Service relies on Key Vault" would add "service" only through the name of the node
+    # it ends at: the shorter chain to Key Vault, which provides the certificates, wins.
+    r = _relation(db, "Which system provides the client certificates for the service that the Payout Scheduler "
+                      "uses to deliver payment files to banks?")
+    assert r is not None and r.labels == ["Payout Scheduler", "Bank Connector", "Key Vault"]
+
+
+def test_no_chain_within_the_hop_budget_or_covering_the_question_is_no_answer(db: psycopg.Connection) -> None:
+    question = "Which team owns the streaming platform that feeds the features used by the Fraud Scoring Service?"
+    three = _relation(db, question)
+    assert three is not None and three.labels[-2:] == ["Event Bus", "Platform Team"]
+    assert _relation(db, question, max_hops=2) is None
+    assert _relation(db, "Which team owns the weather forecast for Lisbon?") is None
+    assert _relation(db, "Which team approved the p99 latency target of the Ledger Service?") is None

@@ -1,0 +1,221 @@
+"""Answers by relation: a question asking which team, system, decision or incident stands in a
+chain of typed relations to what it names ("Which team owns the system whose expired
+certificate caused INC-2025-014?") is answered by the chain of typed edges (`caused_by`, then
+`owned_by`) from the named thing to a node of the asked kind. Each edge is a claim quoting the
+span of the source that states it, so the path is the reasoning and the evidence at once.
+
+The chain chosen is the one whose spans, node labels and the titles of the documents about
+its nodes cover most of the question's weight (fewer hops on a tie); it must name everything the
+question names and cover at least `synth.SUPPORTED` of it, or there is no relation answer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+
+from tortus_pg.evidence import Evidence, Reached, chunk_info
+from tortus_pg.synth import SUPPORTED, Synthesis, Terms, lexemes
+
+_GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
+_KINDS = {
+    "group": _GROUPS,
+    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|adrs?|records?",
+    "event": r"incidents?|outages?|postmortems?",
+    "system": r"systems?|services?|components?|applications?|platforms?|stores?|clusters?|databases?|tools?",
+}
+_NOUN = "|".join(_KINDS.values())
+# "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question. The
+# words are lowercase: in "In which Token Service release …" the noun belongs to a name. They
+# are not a verb either: "What is the service …" asks what it is, not which one.
+_TARGET = re.compile(
+    r"(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
+    r"(?:[Ww]hich|[Ww]hat)\s+(?P<phrase>(?:(?!(?:is|was|are|were|does|do|did|has|have|had)\b)[a-z][\w-]*\s+){0,3}?"
+    rf"(?:{_NOUN})(?:\s+(?:{_NOUN}))*)\b"
+)
+_GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a "Which …" question asks for: the kind of node, and the words asking for it."""
+
+    kind: str  # group (a team), decision, event (an incident) or system
+    phrase: str  # "team", "architecture decision record"
+
+
+def target_of(question: str) -> Target | None:
+    """The kind of node a "Which …" question asks for; None for any other question."""
+    found = _TARGET.search(question)
+    if found is None:
+        return None
+    phrase = found.group("phrase")
+    kind = next(k for k, nouns in _KINDS.items() if re.search(rf"(?:{nouns})$", phrase))
+    return Target(kind, phrase)
+
+
+def matches(kind: str, node_kind: str, label: str) -> bool:
+    """Whether a node of `node_kind` labelled `label` is of the asked kind."""
+    if kind == "group":
+        return _GROUP_LABEL.search(label.strip()) is not None
+    if kind in ("decision", "event"):
+        return node_kind == kind
+    return node_kind == "entity" and _GROUP_LABEL.search(label.strip()) is None
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One typed edge of a relation chain and the span that states it."""
+
+    edge_id: int
+    src: str
+    dst: str
+    type: str
+    confidence: float
+    text: str
+    uri: str
+    start: int
+    end: int
+    page: int | None
+    chunk: int | None  # the chunk whose span holds the statement
+
+
+@dataclass(frozen=True)
+class Relation:
+    """The chain answering a relation question: nodes from the named thing to the answer."""
+
+    nodes: list[int]
+    labels: list[str]
+    hops: list[Hop]
+    directions: list[str]
+    coverage: float
+    missing: list[str]  # question terms the chain does not cover
+    asked: str  # the words asking for the end node's kind
+
+
+_PATHS = "select path, edges, directions from tortus.relation_paths(%s::bigint[], %s)"
+_EDGES = """
+select e.edge_id, a.label, b.label, e.type, e.confidence,
+       tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char,
+       sp.page,
+       (select c.node_id from tortus.evidence_span c
+        join tortus.node cn on cn.tenant_id = c.tenant_id and cn.node_id = c.node_id and cn.kind = 'chunk'
+        where c.tenant_id = sp.tenant_id and c.source_id = sp.source_id
+          and c.start_char <= sp.start_char and sp.end_char <= c.end_char
+        order by c.node_id limit 1)
+from tortus.edge e
+join tortus.node a on a.tenant_id = e.tenant_id and a.node_id = e.src
+join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
+join lateral (select * from tortus.evidence_span x
+              where x.tenant_id = e.tenant_id and x.edge_id = e.edge_id order by x.span_id limit 1) sp on true
+join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
+where e.tenant_id = tortus.current_tenant() and e.edge_id = any(%s::bigint[])
+"""
+# A node's label and kind, and the title of the document about it: its defining chunk's heading,
+# or for an identifier the title of the document it heads ("ADR-011: Move Postgres Cluster A …").
+_NODES = """
+select n.node_id, n.label, n.kind,
+       coalesce((select split_part(c.label, ' > ', 1) from tortus.edge d
+                 join tortus.node c on c.tenant_id = d.tenant_id and c.node_id = d.src
+                 where d.tenant_id = n.tenant_id and d.dst = n.node_id and d.type = 'defines'
+                 order by c.node_id limit 1),
+                (select s.metadata ->> 'title' from tortus.source s
+                 where s.tenant_id = n.tenant_id and s.metadata ->> 'title' like n.label || ': %%'
+                   and cardinality(tortus.identifier_lexemes(n.label)) > 0
+                 order by s.source_id limit 1))
+from tortus.node n
+where n.tenant_id = tortus.current_tenant() and n.node_id = any(%s::bigint[])
+"""
+
+
+def best_relation(
+    conn: psycopg.Connection, question: str, terms: Terms, seeds: Sequence[int], max_hops: int,
+    ts_config: str = "english",
+) -> Relation | None:
+    """The chain of typed edges, at most `max_hops` long, from a node the question names
+    (`seeds`) to a node of the kind it asks for that covers the question best; None when the
+    question asks for no such kind or no chain covers enough of it.
+
+    A chain covers the words of its spans and of its nodes' labels and document titles, and the
+    words asking for the kind ("architecture decision record"), which its end node answers; not
+    the words of the end node's own name, which the question cannot know ("Platform Team"
+    sharing "platform" with "the streaming platform"), though the title of the document about
+    it counts ("ADR-011: Move Postgres Cluster A to local NVMe storage")."""
+    target = target_of(question)
+    if target is None or not seeds or max_hops < 1 or not terms.total:
+        return None
+    paths = conn.execute(_PATHS, [list(seeds), max_hops]).fetchall()
+    if not paths:
+        return None
+    nodes = {r[0]: r[1:] for r in conn.execute(_NODES, [list({n for p, _, _ in paths for n in p})]).fetchall()}
+    ends = [(p, e, d) for p, e, d in paths
+            if p[-1] not in seeds and p[-1] in nodes and matches(target.kind, nodes[p[-1]][1], nodes[p[-1]][0])]
+    if not ends:
+        return None
+    hops = {h.edge_id: h for h in (Hop(*row) for row in conn.execute(
+        _EDGES, [list({x for _, e, _ in ends for x in e})]).fetchall())}
+    node_texts = {n: f"{label} {title or ''}" for n, (label, _, title) in nodes.items()}
+    texts = list(dict.fromkeys([target.phrase, *node_texts.values(), *(label for label, _, _ in nodes.values()),
+                                *(h.text for h in hops.values())]))
+    found = dict(zip(texts, lexemes(conn, texts, ts_config), strict=True))
+    required = set(terms.identifiers).union(*terms.names.values())
+    best: tuple[tuple[float, int, float], Relation] | None = None
+    for path, edges, directions in ends:
+        if not all(e in hops for e in edges):
+            continue
+        named_end = found[nodes[path[-1]][0]]
+        said = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]),
+                                               found[node_texts[path[-1]]] - named_end,
+                                               *(found[hops[e].text] - named_end for e in edges))
+        coverage = terms.covered(said)
+        if coverage < SUPPORTED or not required <= said:
+            continue
+        chain = [hops[e] for e in edges]
+        key = (coverage, -len(edges), min(h.confidence for h in chain))
+        if best is None or key > best[0]:
+            missing = sorted(t for t in terms.weights if t not in said)
+            best = key, Relation(list(path), [nodes[n][0] for n in path], chain, list(directions), coverage, missing,
+                                 target.phrase)
+    return best[1] if best else None
+
+
+def answer(
+    conn: psycopg.Connection, relation: Relation, evidence: Sequence[Evidence], vector: np.ndarray,
+    k: int, max_tokens: int,
+) -> tuple[list[Evidence], Synthesis, dict[int, Reached]]:
+    """The answer a relation chain gives: one claim per edge quoting the span that states it, the
+    chunks holding those spans first in the evidence (the rest follows within `k` items and the
+    token budget), and for each such chunk the chain up to its edge as its path."""
+    chunks = list(dict.fromkeys(h.chunk for h in relation.hops if h.chunk is not None))
+    held = {e.node_id: e for e in evidence}
+    info = chunk_info(conn, [c for c in chunks if c not in held], vector)
+    items = [held.get(c) or Evidence(c, info[c].label, info[c].uri, info[c].start, info[c].end, info[c].page,
+                                     info[c].text, 0.0, "walk") for c in chunks if c in held or c in info]
+    used = sum(len(i.text.split()) for i in items)
+    for e in evidence:
+        words = len(e.text.split())
+        if e.node_id not in chunks and len(items) < max(k, len(chunks)) and used + words <= max_tokens:
+            items.append(e)
+            used += words
+    at = {e.node_id: i for i, e in enumerate(items)}
+    claims = []
+    for n, (hop, chunk) in enumerate(((h, h.chunk) for h in relation.hops if h.chunk is not None and h.chunk in at), 1):
+        claims.append({
+            "text": " ".join(hop.text.split()), "citation": n, "evidence": at[chunk], "uri": hop.uri,
+            "page": hop.page, "span": [hop.start, hop.end], "support": "supported",
+            "relation": f"{hop.src} {hop.type.replace('_', ' ')} {hop.dst}",
+        })
+    reach: dict[int, Reached] = {}
+    why = f"a relation the source states, toward the {relation.asked} asked for"
+    for i, hop in enumerate(relation.hops):
+        if hop.chunk in at and hop.chunk not in reach:
+            reach[hop.chunk] = Reached(
+                hop.chunk, i + 1, relation.nodes[: i + 2], [h.type for h in relation.hops[: i + 1]],
+                relation.directions[: i + 1], [why] * (i + 1), relation.coverage, None,
+                min(h.confidence for h in relation.hops[: i + 1]), i + 1)
+    text = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+    synthesis = Synthesis(text, False, round(relation.coverage, 4), claims, relation.coverage, relation.missing)
+    return items, synthesis, reach
