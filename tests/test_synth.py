@@ -93,49 +93,46 @@ def test_claims_must_mention_what_the_question_names() -> None:
     assert _unasked(terms, {"p99", "latenc", "target", "ledger", "servic"}) is None
 
 
+def seed(node_id: int, label: str, uri: str, text: str) -> Evidence:
+    """A search hit quoting `text` whole, from offset 0 of `uri`."""
+    return Evidence(node_id, label, uri, 0, len(text), None, text, 0.0, "seed")
+
+
+INCIDENT = "incidents/inc-2025-014.md"
+MERCHANTS = "What does the error code that merchants received during INC-2025-014 mean?"
+SUMMARY = "Merchants received E-1042 responses during INC-2025-014."
+
+
 def test_claims_must_mention_the_identifiers_the_question_names(db: psycopg.Connection) -> None:
     # The chain names INC-2025-014 (in a heading), but the sentence matching the question
     # best is a table row about another code: no answer about that incident.
     row = "| E-1090 | Merchant account suspended | No | Compliance or risk hold on the merchant. |"
-    header = "The outage lasted 47 minutes on a Tuesday morning."
-    evidence = [Evidence(9, "Error codes > Account errors", "payments/error-codes.html", 0, len(row), None, row, 0.0,
-                         "seed"),
-                Evidence(10, "INC-2025-014 > Overview", "incidents/inc-2025-014.md", 0, len(header), None, header,
-                         0.0, "seed")]
-    question = "What does the error code that merchants received during INC-2025-014 mean?"
-    out = synthesize(db, question, evidence, [[0, 1]])
+    evidence = [seed(9, "Error codes > Account errors", "payments/error-codes.html", row),
+                seed(10, "INC-2025-014 > Overview", INCIDENT, "The outage lasted 47 minutes on a Tuesday morning.")]
+    out = synthesize(db, MERCHANTS, evidence, [[0, 1]])
     assert out.withheld and out.warnings == [
         "answer withheld: the sentences that match the question do not mention INC-2025-014"]
-    said = "Merchants received E-1042 responses during INC-2025-014."
-    evidence.append(Evidence(11, "INC-2025-014 > Summary", "incidents/inc-2025-014.md", 0, len(said), None, said, 0.0,
-                             "seed"))
-    answered = synthesize(db, question, evidence, [[0, 1, 2]])
-    assert not answered.withheld and said in [c["text"] for c in answered.claims]
+    evidence.append(seed(11, "INC-2025-014 > Summary", INCIDENT, SUMMARY))
+    answered = synthesize(db, MERCHANTS, evidence, [[0, 1, 2]])
+    assert not answered.withheld and SUMMARY in [c["text"] for c in answered.claims]
 
 
 def test_the_sentence_about_an_identifier_a_claim_resolves_to_follows_it(db: psycopg.Connection) -> None:
     # "The error code that merchants received" is E-1042 by the first claim; E-1042's row shares
     # no word with the question, yet it is what the question asks, and it beats a row that only
     # matches "merchant".
-    said = "Merchants received E-1042 responses during INC-2025-014."
     rows = ("| Code | Meaning | Retry |\n|---|---|---|\n| E-1090 | Merchant account suspended | No |\n"
             "| E-1042 | Upstream TLS handshake failed | Yes |")
-    evidence = [Evidence(11, "INC-2025-014 > Summary", "incidents/inc-2025-014.md", 0, len(said), None, said, 0.0,
-                         "seed"),
-                Evidence(12, "Error codes > Transport errors", "payments/error-codes.html", 0, len(rows), None, rows,
-                         0.0, "seed")]
-    question = "What does the error code that merchants received during INC-2025-014 mean?"
-    out = synthesize(db, question, evidence, [[0, 1]])
+    table = seed(12, "Error codes > Transport errors", "payments/error-codes.html", rows)
+    evidence = [seed(11, "INC-2025-014 > Summary", INCIDENT, SUMMARY), table]
+    out = synthesize(db, MERCHANTS, evidence, [[0, 1]])
     assert not out.withheld
-    assert [c["text"] for c in out.claims] == [said, "| E-1042 | Upstream TLS handshake failed | Yes |"]
+    assert [c["text"] for c in out.claims] == [SUMMARY, "| E-1042 | Upstream TLS handshake failed | Yes |"]
     # Only a sentence of another chunk of the same chain resolves it.
-    apart = synthesize(db, question, evidence, [[0], [1]])
-    assert "E-1042 | Upstream" not in (apart.answer or "")
+    assert "E-1042 | Upstream" not in (synthesize(db, MERCHANTS, evidence, [[0], [1]]).answer or "")
     # A claim naming no identifier beyond the question's resolves nothing.
-    plain = "Merchants received errors during INC-2025-014."
-    evidence[0] = Evidence(11, "INC-2025-014 > Summary", "incidents/inc-2025-014.md", 0, len(plain), None, plain, 0.0,
-                           "seed")
-    assert "E-1042 | Upstream" not in (synthesize(db, question, evidence, [[0, 1]]).answer or "")
+    plain = [seed(11, "INC-2025-014 > Summary", INCIDENT, "Merchants received errors during INC-2025-014."), table]
+    assert "E-1042 | Upstream" not in (synthesize(db, MERCHANTS, plain, [[0, 1]]).answer or "")
 
 
 def test_what_a_named_thing_implements_answers_for_it_with_the_sentence_saying_so(db: psycopg.Connection) -> None:
