@@ -32,7 +32,7 @@ def query(
     k: int = typer.Option(5, "--k", help="Chunks to return (search) or evidence chunks to answer from (tortus)."),
     explain: bool = typer.Option(False, "--explain", help="tortus: show the reasoning path with evidence quotes."),
     as_json: bool = typer.Option(False, "--json", help="Print the full response as JSON."),
-    max_hops: int = typer.Option(None, "--max-hops", help="tortus: edges a path may take (default 2)."),
+    max_hops: int = typer.Option(None, "--max-hops", help="tortus: edges a path may take (default 3)."),
     max_ms: int = typer.Option(None, "--max-ms", help="tortus: time budget in ms (default 3000)."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="tortus: evidence words for synthesis (default 1200)."),
     semantic_group: str = typer.Option(None, "--semantic-group", help="tortus: stay inside this subgraph."),

@@ -192,13 +192,13 @@ def test_a_which_question_is_answered_by_the_chain_of_typed_relations(ask: Ask, 
 
 def test_a_three_hop_chain_takes_three_hops_of_budget(ask: Ask, db: psycopg.Connection) -> None:
     # Checkout Gateway -> Ledger Service -> Postgres Cluster A <- ADR-011 (which moved it to NVMe).
-    a = ask(GOLDEN["q15"], policy=TraversalPolicy(max_hops=3))
+    a = ask(GOLDEN["q15"])
     assert a.answer is not None and "ADR-011" in a.answer and a.budget["hops"]["used"] == 3
     typed = [h for h in a.path if h["edge_type"] != "search"][:3]
     assert [h["edge_type"] for h in typed] == ["depends_on", "depends_on", "affects"]
     for hop in typed:
         assert hop["evidence"] and all(source_text(db, i["uri"], *i["span"]) == i["text"] for i in hop["evidence"])
-    within_two = ask(GOLDEN["q15"])
+    within_two = ask(GOLDEN["q15"], policy=TraversalPolicy(max_hops=2))
     assert within_two.budget["hops"]["used"] <= 2 and "ADR-011 affects" not in (within_two.answer or "")
 
 

@@ -28,7 +28,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class TraversalPolicy:
-    """max_hops: edges a path may take from a seed (chunk -> concept -> chunk is two).
+    """max_hops: edges a path may take from a seed (chunk -> concept -> chunk is two): a chain of
+    typed relations from a concept the question names takes up to all of them, the graph walk
+    at most two, a bridge two.
     max_ms: wall-clock budget of the whole question; also the statement timeout.
     max_tokens: evidence handed to synthesis, in whitespace tokens.
     semantic_group: keep the walk inside this subgraph (by name).
@@ -39,7 +41,7 @@ class TraversalPolicy:
     explain: keep the pruned candidates and per-stage detail in the response.
     no_personalization: seed from search alone, not also from the concepts the question names."""
 
-    max_hops: int = 2
+    max_hops: int = 3
     max_ms: int = 3_000
     max_tokens: int = 1_200
     semantic_group: str | None = None
