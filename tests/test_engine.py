@@ -32,9 +32,9 @@ _LINES = (files("tortus_pg") / "demo" / "golden.jsonl").read_text(encoding="utf-
 GOLDEN: dict[str, str] = {q["id"]: q["question"] for q in map(json.loads, _LINES)}
 CLAUSE = "What does clause 7.3.2 of the Information Security Policy require?"
 MULTI_HOP = ["q13", "q16", "q17", "q19", "q23"]
-# q31 (the Feature Store's monthly cost) is withheld because no sentence gives a sum of money;
-# q32 (the chief executive officer) is still answered from the CISO line.
-NEGATIVE = ["q25", "q26", "q27", "q28", "q29", "q30", "q31"]
+# q31 (the Feature Store's monthly cost) is withheld because no sentence gives a sum of money,
+# q32 (the chief executive officer) because the claims name another chief officer.
+NEGATIVE = ["q25", "q26", "q27", "q28", "q29", "q30", "q31", "q32"]
 
 _SPAN = """
 select tortus.span_text(s.tenant_id, s.source_id, %s, %s) from tortus.source s

@@ -135,6 +135,19 @@ def test_the_sentence_about_an_identifier_a_claim_resolves_to_follows_it(db: psy
     assert "E-1042 | Upstream" not in (synthesize(db, MERCHANTS, plain, [[0, 1]]).answer or "")
 
 
+def test_claims_naming_another_title_of_the_same_shape_withhold(db: psycopg.Connection) -> None:
+    # No document says "executive": "Chief Information Security Officer" is another chief officer.
+    lines = ("Larkfield Pay Information Security Policy, version 3.1.\n\n"
+             "Approved by the Chief Information Security Officer.")
+    evidence = [seed(20, "Information Security Policy", "security/policy.pdf", lines)]
+    out = synthesize(db, "Who is the chief executive officer of Larkfield Pay?", evidence)
+    assert out.withheld and out.warnings == [
+        "answer withheld: the evidence names another chief … officer than the chief executive officer asked about"]
+    # The title asked about is the one the evidence names: the rule has nothing to say.
+    asked = synthesize(db, "Who approved the policy as chief information security officer of Larkfield Pay?", evidence)
+    assert not any("names another" in w for w in asked.warnings)
+
+
 def test_what_a_named_thing_implements_answers_for_it_with_the_sentence_saying_so(db: psycopg.Connection) -> None:
     token = ("Token Service relies on Key Vault for its signing keys. "
              "Token Service implements clause 7.3.2 of the Information Security Policy.")

@@ -59,6 +59,7 @@ class Terms:
     # name -> the lexemes of each standard, clause or decision the named thing implements
     # (an `implements` edge): what such a text requires applies to the named thing.
     inherits: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
+    unseen: frozenset[str] = frozenset()  # question terms no document of the corpus uses
 
     @property
     def total(self) -> float:
@@ -95,8 +96,9 @@ def question_terms(
     spelled = {i: next((t for t in tokens if i in t.casefold()), i) for i in identifiers}
     inherited = {name: tuple(frozenset(found[label]) for label in labels if found[label])
                  for name, labels in inherits.items() if name in names}
+    unseen = frozenset(r[0] for r in rows if r[0] in weights and not r[1])
     return Terms(weights, identifiers, {n: frozenset(found[n]) for n in names if found[n]}, spelled,
-                 {name: sets for name, sets in inherited.items() if sets})
+                 {name: sets for name, sets in inherited.items() if sets}, unseen)
 
 
 LEXEME_CACHE = 5_000  # texts whose lexemes are remembered (per database and configuration)
@@ -249,6 +251,48 @@ def _unasked(terms: Terms, said: set[str]) -> str | None:
     return f"the evidence is about what the question names but not what it asks ({', '.join(wanted[:4])})"
 
 
+_POSITIONS = """
+select x.i, t.lexeme, t.positions
+from unnest(%(texts)s::text[]) with ordinality as x(t, i)
+cross join lateral unnest(to_tsvector(%(cfg)s::regconfig, x.t)) as t
+"""
+
+
+def _another_compound(
+    conn: psycopg.Connection, question: str, claims: Sequence[dict[str, Any]], terms: Terms, covered: set[str],
+    ts_config: str,
+) -> str | None:
+    """Why the claims name another thing than the question: a question word that no document
+    uses stands between two words that a claim has with one to three other words between them
+    ("chief executive officer" against "Chief Information Security Officer"). The claims then
+    speak of another title, name or term of the same shape, not of the one asked about."""
+    missing = terms.unseen - covered
+    if not missing or not claims:
+        return None
+    at: dict[int, dict[str, list[int]]] = {}
+    for i, lexeme, positions in conn.execute(_POSITIONS, {"texts": [question, *(c["text"] for c in claims)],
+                                                          "cfg": ts_config}).fetchall():
+        at.setdefault(i, {})[lexeme] = list(positions)
+    asked = {p: lexeme for lexeme, positions in at.get(1, {}).items() for p in positions}
+    words = re.findall(r"\w+", question)
+
+    def spelled(lexeme: str) -> str:  # the question's word for a lexeme (stems are mostly prefixes)
+        return next((w for w in words if w.casefold().startswith(lexeme)), lexeme)
+
+    for word in sorted(missing):
+        for p in at.get(1, {}).get(word, []):
+            before, after = asked.get(p - 1), asked.get(p + 1)
+            if before not in terms.weights or after not in terms.weights:
+                continue
+            for claim in range(2, len(claims) + 2):
+                said = at.get(claim, {})
+                if any(2 <= b - a <= 4 for a in said.get(before, []) for b in said.get(after, [])):
+                    first, last = spelled(before), spelled(after)
+                    return (f"the evidence names another {first} … {last} than the {first} {spelled(word)} {last} "
+                            "asked about")
+    return None
+
+
 def best_chain(
     conn: psycopg.Connection, evidence: Sequence[Source], chains: Sequence[Sequence[int]], terms: Terms,
     ts_config: str = "english",
@@ -291,6 +335,8 @@ def extractive(
     why = why or ("no sentence matches the question" if not claims else _unasked(terms, covered))
     if why is None and kind is not None and not any(kind.given_by(c["text"]) for c in claims):
         why = f"the question asks for {kind.name} and no sentence that matches it gives one"
+    if why is None:
+        why = _another_compound(conn, question, claims, terms, covered, ts_config)
     if why is not None:
         return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {why}"],
                          missing_from_claims=uncovered, draft=claims)
