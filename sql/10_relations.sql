@@ -30,19 +30,20 @@ as $$
             ) y
             where y.node <> all(w.path)
             order by y.confidence desc, y.edge_id
-            limit greatest(fan_out, 1)
+            limit least(greatest(fan_out, 1), 100)
         ) x
         where cardinality(w.edges) < least(greatest(max_hops, 0), 6)
     )
     select w.path, w.edges, w.types, w.directions, w.min_confidence
     from walk w
     where cardinality(w.edges) > 0
-    limit greatest(max_paths, 1)
+    limit least(greatest(max_paths, 1), 10000)
 $$;
 
 comment on function tortus.relation_paths(bigint[], integer, text[], integer, integer) is
 'Every path of typed relation edges (both directions, no node twice) from the seed nodes, up to '
-'max_hops edges (at most 6), following at most fan_out edges per node (the most confident first) '
-'and returning at most max_paths paths: node ids, edge ids, edge types, directions (out: along '
-'the edge) and the weakest edge confidence. Co-occurrence, mention, definition and reading-order '
-'edges are not relations and are not followed by default. The current tenant only.';
+'max_hops edges (at most 6), following at most fan_out edges per node (the most confident first; '
+'at most 100) and returning at most max_paths paths (at most 10,000): node ids, edge ids, edge '
+'types, directions (out: along the edge) and the weakest edge confidence. Co-occurrence, '
+'mention, definition and reading-order edges are not relations and are not followed by default. '
+'The current tenant only.';

@@ -67,6 +67,10 @@ def test_relation_paths_follow_typed_edges_both_ways_within_the_hop_bound(db: ps
     single = sorted(r[0] for r in db.execute("select path from tortus.relation_paths(%s::bigint[], 2, fan_out => 1)",
                                              [[gateway]]).fetchall())
     assert [len(p) for p in single] == [2, 3] and single[1][:2] == single[0]
+    # max_paths bounds the rows, however far the hops and the fan-out would go.
+    count = db.execute("select count(*) from tortus.relation_paths(%s::bigint[], 50, fan_out => 100000, "
+                       "max_paths => 3)", [[gateway]]).fetchone()
+    assert count == (3,)
 
 
 def _relation(db: psycopg.Connection, question: str, max_hops: int = 3) -> Relation | None:

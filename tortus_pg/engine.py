@@ -424,8 +424,10 @@ def _plan(
     relation = None if synthesizer is not None or terms is None else clock.attempt(
         "relations", partial(relations.best_relation, conn, question, terms, [n for n, _ in concepts],
                              policy.max_hops, ts_config), None)
-    if relation is not None:
-        evidence, synthesis, chain_paths = relations.answer(conn, relation, evidence, vector, k, policy.max_tokens)
+    related = None if relation is None else clock.attempt(
+        "relation_evidence", partial(relations.answer, conn, relation, evidence, vector, k, policy.max_tokens), None)
+    if related is not None:
+        evidence, synthesis, chain_paths = related
         by_node.update(chain_paths)
         tokens = sum(len(e.text.split()) for e in evidence)
         links = clock.attempt("links", partial(_definitions, conn, evidence), links)
