@@ -198,6 +198,10 @@ def test_a_three_hop_chain_takes_three_hops_of_budget(ask: Ask, db: psycopg.Conn
     assert [h["edge_type"] for h in typed] == ["depends_on", "depends_on", "affects"]
     for hop in typed:
         assert hop["evidence"] and all(source_text(db, i["uri"], *i["span"]) == i["text"] for i in hop["evidence"])
+    # The edges never say the cluster moved; the title of the document about ADR-011 does.
+    title = a.claims[-1]
+    assert title["text"] == "ADR-011: Move Postgres Cluster A to local NVMe storage"
+    assert source_text(db, title["uri"], *title["span"]) == title["text"]
     within_two = ask(GOLDEN["q15"], policy=TraversalPolicy(max_hops=2))
     assert within_two.budget["hops"]["used"] <= 2 and "ADR-011 affects" not in (within_two.answer or "")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import psycopg
@@ -84,6 +84,18 @@ class Hop:
 
 
 @dataclass(frozen=True)
+class Title:
+    """The title of the document about the chain's end node, where it stands in its source."""
+
+    text: str
+    uri: str
+    start: int
+    end: int
+    page: int | None
+    chunk: int
+
+
+@dataclass(frozen=True)
 class Relation:
     """The chain answering a relation question: nodes from the named thing to the answer."""
 
@@ -94,6 +106,7 @@ class Relation:
     coverage: float
     missing: list[str]  # question terms the chain does not cover
     asked: str  # the words asking for the end node's kind
+    title: Title | None = None  # quoted when it covers question terms the edges' spans do not
 
 
 _PATHS = "select path, edges, directions from tortus.relation_paths(%s::bigint[], %s)"
@@ -131,6 +144,27 @@ where n.tenant_id = tortus.current_tenant() and n.node_id = any(%s::bigint[])
 """
 
 
+# Where a document title stands in its source, and the chunk holding it.
+_TITLE = """
+select s.uri, t.start, t.start + char_length(%(title)s), sp.page, sp.node_id
+from tortus.source s
+cross join lateral (select strpos(s.text, %(title)s) - 1 as start) t
+join lateral (select c.node_id, c.page from tortus.evidence_span c
+              join tortus.node cn on cn.tenant_id = c.tenant_id and cn.node_id = c.node_id and cn.kind = 'chunk'
+              where c.tenant_id = s.tenant_id and c.source_id = s.source_id
+                and c.start_char <= t.start and t.start + char_length(%(title)s) <= c.end_char
+              order by c.node_id limit 1) sp on true
+where s.tenant_id = tortus.current_tenant() and s.metadata ->> 'title' = %(title)s and t.start >= 0
+order by s.source_id
+limit 1
+"""
+
+
+def _title(conn: psycopg.Connection, title: str) -> Title | None:
+    row = conn.execute(_TITLE, {"title": title}).fetchone()
+    return Title(title, *row) if row else None
+
+
 def best_relation(
     conn: psycopg.Connection, question: str, terms: Terms, seeds: Sequence[int], max_hops: int,
     ts_config: str = "english",
@@ -162,7 +196,7 @@ def best_relation(
                                 *(h.text for h in hops.values())]))
     found = dict(zip(texts, lexemes(conn, texts, ts_config), strict=True))
     required = set(terms.identifiers).union(*terms.names.values())
-    best: tuple[tuple[float, int, float], Relation] | None = None
+    best: tuple[tuple[float, int, float], Relation, str | None] | None = None
     for path, edges, directions in ends:
         if not all(e in hops for e in edges):
             continue
@@ -177,9 +211,18 @@ def best_relation(
         key = (coverage, -len(edges), min(h.confidence for h in chain))
         if best is None or key > best[0]:
             missing = sorted(t for t in terms.weights if t not in said)
+            # The end node's document title is quoted when it says what the edges do not
+            # ("ADR-011: Move Postgres Cluster A to local NVMe storage").
+            others = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]),
+                                                     *(found[hops[e].text] for e in edges))
+            title = nodes[path[-1]][2]
+            adds = bool(title) and bool((found[node_texts[path[-1]]] - named_end - others) & terms.weights.keys())
             best = key, Relation(list(path), [nodes[n][0] for n in path], chain, list(directions), coverage, missing,
-                                 target.phrase)
-    return best[1] if best else None
+                                 target.phrase), title if adds else None
+    if best is None:
+        return None
+    _, relation, title = best
+    return replace(relation, title=_title(conn, title)) if title else relation
 
 
 def answer(
@@ -189,7 +232,9 @@ def answer(
     """The answer a relation chain gives: one claim per edge quoting the span that states it, the
     chunks holding those spans first in the evidence (the rest follows within `k` items and the
     token budget), and for each such chunk the chain up to its edge as its path."""
-    chunks = list(dict.fromkeys(h.chunk for h in relation.hops if h.chunk is not None))
+    title = relation.title
+    chunks = list(dict.fromkeys([*(h.chunk for h in relation.hops if h.chunk is not None),
+                                 *([title.chunk] if title else [])]))
     held = {e.node_id: e for e in evidence}
     info = chunk_info(conn, [c for c in chunks if c not in held], vector)
     items = [held.get(c) or Evidence(c, info[c].label, info[c].uri, info[c].start, info[c].end, info[c].page,
@@ -207,6 +252,12 @@ def answer(
             "text": " ".join(hop.text.split()), "citation": n, "evidence": at[chunk], "uri": hop.uri,
             "page": hop.page, "span": [hop.start, hop.end], "support": "supported",
             "relation": f"{hop.src} {hop.type.replace('_', ' ')} {hop.dst}",
+        })
+    if title is not None and title.chunk in at:
+        claims.append({
+            "text": title.text, "citation": len(claims) + 1, "evidence": at[title.chunk], "uri": title.uri,
+            "page": title.page, "span": [title.start, title.end], "support": "supported",
+            "relation": f"the title of the document about {relation.labels[-1]}",
         })
     reach: dict[int, Reached] = {}
     why = f"a relation the source states, toward the {relation.asked} asked for"
