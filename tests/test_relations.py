@@ -73,6 +73,13 @@ def test_relation_paths_follow_typed_edges_both_ways_within_the_hop_bound(db: ps
     assert count == (3,)
 
 
+def test_relation_paths_stay_inside_the_current_tenant(db: psycopg.Connection) -> None:
+    gateway = _node(db, "Checkout Gateway")
+    db.execute("select set_config('tortus.tenant', 'another-tenant', true)")
+    # The same node ids, asked for by another tenant: no path, no edge.
+    assert db.execute("select count(*) from tortus.relation_paths(%s::bigint[], 3)", [[gateway]]).fetchone() == (0,)
+
+
 def _relation(db: psycopg.Connection, question: str, max_hops: int = 3) -> Relation | None:
     concepts = concepts_in(db, question)
     terms = question_terms(db, question, names=_labels(db, [n for n, defined in concepts if defined]))
