@@ -38,3 +38,20 @@ $$;
 
 comment on function tortus.span_text(text, bigint, integer, integer) is
 'The text of a character span [start, end) of a source (0-based offsets, as stored in evidence_span).';
+
+create or replace function tortus.chunk_at(p_tenant text, p_source bigint, p_start integer, p_end integer)
+returns bigint
+language sql stable parallel safe
+set search_path = pg_catalog
+as $$
+    select c.node_id
+    from tortus.evidence_span c
+    join tortus.node n on n.tenant_id = c.tenant_id and n.node_id = c.node_id and n.kind = 'chunk'
+    where c.tenant_id = p_tenant and c.source_id = p_source and c.start_char <= p_start and p_end <= c.end_char
+    order by c.node_id
+    limit 1
+$$;
+
+comment on function tortus.chunk_at(text, bigint, integer, integer) is
+'The chunk whose evidence span holds the character span [start, end) of a source (the first by '
+'node id), or NULL: where a statement such as a typed edge''s span can be quoted from.';

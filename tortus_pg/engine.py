@@ -420,8 +420,10 @@ def _plan(
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
     # "Which team / system / decision / incident …": the chain of typed relations from what the
     # question names to a node of that kind answers it, when one covers the question; its edges'
-    # spans are the claims and the chain is the path.
-    relation = None if synthesizer is not None or terms is None else clock.attempt(
+    # spans are the claims and the chain is the path. The opening is read before a stage opens:
+    # most questions ask for no kind and pay nothing.
+    asks_kind = synthesizer is None and relations.target_of(question) is not None
+    relation = None if not asks_kind or terms is None else clock.attempt(
         "relations", partial(relations.best_relation, conn, question, terms, [n for n, _ in concepts],
                              policy.max_hops, ts_config), None)
     related = None if relation is None else clock.attempt(

@@ -67,32 +67,26 @@ def matches(kind: str, node_kind: str, label: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Hop:
-    """One typed edge of a relation chain and the span that states it."""
+class Quote:
+    """A span of a source to quote as a claim, and the chunk holding it (the evidence it cites)."""
+
+    text: str
+    uri: str
+    start: int
+    end: int
+    page: int | None
+    chunk: int | None
+
+
+@dataclass(frozen=True)
+class Hop(Quote):
+    """One typed edge of a relation chain, quoting the span that states it."""
 
     edge_id: int
     src: str
     dst: str
     type: str
     confidence: float
-    text: str
-    uri: str
-    start: int
-    end: int
-    page: int | None
-    chunk: int | None  # the chunk whose span holds the statement
-
-
-@dataclass(frozen=True)
-class Title:
-    """The title of the document about the chain's end node, where it stands in its source."""
-
-    text: str
-    uri: str
-    start: int
-    end: int
-    page: int | None
-    chunk: int
 
 
 @dataclass(frozen=True)
@@ -106,19 +100,14 @@ class Relation:
     coverage: float
     missing: list[str]  # question terms the chain does not cover
     asked: str  # the words asking for the end node's kind
-    title: Title | None = None  # quoted when it covers question terms the edges' spans do not
+    title: Quote | None = None  # the end node's document title, quoted when it says what the edges do not
 
 
 _PATHS = "select path, edges, directions from tortus.relation_paths(%s::bigint[], %s)"
 _EDGES = """
-select e.edge_id, a.label, b.label, e.type, e.confidence,
-       tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char,
-       sp.page,
-       (select c.node_id from tortus.evidence_span c
-        join tortus.node cn on cn.tenant_id = c.tenant_id and cn.node_id = c.node_id and cn.kind = 'chunk'
-        where c.tenant_id = sp.tenant_id and c.source_id = sp.source_id
-          and c.start_char <= sp.start_char and sp.end_char <= c.end_char
-        order by c.node_id limit 1)
+select tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char,
+       sp.page, tortus.chunk_at(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char),
+       e.edge_id, a.label, b.label, e.type, e.confidence
 from tortus.edge e
 join tortus.node a on a.tenant_id = e.tenant_id and a.node_id = e.src
 join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
@@ -146,23 +135,25 @@ where n.tenant_id = tortus.current_tenant() and n.node_id = any(%s::bigint[])
 
 # Where a document title stands in its source, and the chunk holding it.
 _TITLE = """
-select s.uri, t.start, t.start + char_length(%(title)s), sp.page, sp.node_id
+select s.uri, t.start, t.start + char_length(%(title)s),
+       (select c.page from tortus.evidence_span c
+        where c.tenant_id = s.tenant_id and c.node_id = t.chunk and c.source_id = s.source_id limit 1),
+       t.chunk
 from tortus.source s
-cross join lateral (select strpos(s.text, %(title)s) - 1 as start) t
-join lateral (select c.node_id, c.page from tortus.evidence_span c
-              join tortus.node cn on cn.tenant_id = c.tenant_id and cn.node_id = c.node_id and cn.kind = 'chunk'
-              where c.tenant_id = s.tenant_id and c.source_id = s.source_id
-                and c.start_char <= t.start and t.start + char_length(%(title)s) <= c.end_char
-              order by c.node_id limit 1) sp on true
+cross join lateral (select strpos(s.text, %(title)s) - 1 as start) p
+cross join lateral (select p.start,
+                           tortus.chunk_at(s.tenant_id, s.source_id, p.start, p.start + char_length(%(title)s))
+                           as chunk) t
 where s.tenant_id = tortus.current_tenant() and s.metadata ->> 'title' = %(title)s and t.start >= 0
+  and t.chunk is not null
 order by s.source_id
 limit 1
 """
 
 
-def _title(conn: psycopg.Connection, title: str) -> Title | None:
+def _title(conn: psycopg.Connection, title: str) -> Quote | None:
     row = conn.execute(_TITLE, {"title": title}).fetchone()
-    return Title(title, *row) if row else None
+    return Quote(title, *row) if row else None
 
 
 def best_relation(
@@ -201,9 +192,10 @@ def best_relation(
         if not all(e in hops for e in edges):
             continue
         named_end = found[nodes[path[-1]][0]]
-        said = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]),
-                                               found[node_texts[path[-1]]] - named_end,
-                                               *(found[hops[e].text] - named_end for e in edges))
+        before_end = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]))
+        spans = set().union(*(found[hops[e].text] for e in edges))
+        end_title = found[node_texts[path[-1]]] - named_end
+        said = before_end | end_title | (spans - named_end)
         coverage = terms.covered(said)
         if coverage < SUPPORTED or not required <= said:
             continue
@@ -213,10 +205,8 @@ def best_relation(
             missing = sorted(t for t in terms.weights if t not in said)
             # The end node's document title is quoted when it says what the edges do not
             # ("ADR-011: Move Postgres Cluster A to local NVMe storage").
-            others = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]),
-                                                     *(found[hops[e].text] for e in edges))
             title = nodes[path[-1]][2]
-            adds = bool(title) and bool((found[node_texts[path[-1]]] - named_end - others) & terms.weights.keys())
+            adds = bool(title) and bool((end_title - before_end - spans) & terms.weights.keys())
             best = key, Relation(list(path), [nodes[n][0] for n in path], chain, list(directions), coverage, missing,
                                  target.phrase), title if adds else None
     if best is None:
@@ -232,9 +222,11 @@ def answer(
     """The answer a relation chain gives: one claim per edge quoting the span that states it, the
     chunks holding those spans first in the evidence (the rest follows within `k` items and the
     token budget), and for each such chunk the chain up to its edge as its path."""
-    title = relation.title
-    chunks = list(dict.fromkeys([*(h.chunk for h in relation.hops if h.chunk is not None),
-                                 *([title.chunk] if title else [])]))
+    quotes: list[tuple[Quote, str]] = [(h, f"{h.src} {h.type.replace('_', ' ')} {h.dst}") for h in relation.hops]
+    if relation.title is not None:
+        quotes.append((relation.title, f"the title of the document about {relation.labels[-1]}"))
+    held_in = [(q, what, q.chunk) for q, what in quotes if q.chunk is not None]
+    chunks = list(dict.fromkeys(c for _, _, c in held_in))
     held = {e.node_id: e for e in evidence}
     info = chunk_info(conn, [c for c in chunks if c not in held], vector)
     items = [held.get(c) or Evidence(c, info[c].label, info[c].uri, info[c].start, info[c].end, info[c].page,
@@ -246,19 +238,9 @@ def answer(
             items.append(e)
             used += words
     at = {e.node_id: i for i, e in enumerate(items)}
-    claims = []
-    for n, (hop, chunk) in enumerate(((h, h.chunk) for h in relation.hops if h.chunk is not None and h.chunk in at), 1):
-        claims.append({
-            "text": " ".join(hop.text.split()), "citation": n, "evidence": at[chunk], "uri": hop.uri,
-            "page": hop.page, "span": [hop.start, hop.end], "support": "supported",
-            "relation": f"{hop.src} {hop.type.replace('_', ' ')} {hop.dst}",
-        })
-    if title is not None and title.chunk in at:
-        claims.append({
-            "text": title.text, "citation": len(claims) + 1, "evidence": at[title.chunk], "uri": title.uri,
-            "page": title.page, "span": [title.start, title.end], "support": "supported",
-            "relation": f"the title of the document about {relation.labels[-1]}",
-        })
+    claims = [{"text": " ".join(q.text.split()), "citation": n, "evidence": at[c], "uri": q.uri, "page": q.page,
+               "span": [q.start, q.end], "support": "supported", "relation": what}
+              for n, (q, what, c) in enumerate(((q, w, c) for q, w, c in held_in if c in at), 1)]
     reach: dict[int, Reached] = {}
     why = f"a relation the source states, toward the {relation.asked} asked for"
     for i, hop in enumerate(relation.hops):

@@ -216,20 +216,18 @@ def _opens_with(conn: psycopg.Connection, sentences: Sequence[str], subject: set
     return [bool(found & subject) for found in lexemes(conn, openings, ts_config)]
 
 
-_IDENTIFIERS = """
-select tortus.identifier_lexemes(x.t, %(cfg)s::regconfig)
-from unnest(%(texts)s::text[]) with ordinality as x(t, i) order by x.i
-"""
+_IDENTIFIERS = "select tortus.identifier_lexemes(%(t)s, %(cfg)s::regconfig)"
+_TWO_DIGITS = re.compile(r"\d\D*\d")  # an identifier has at least two (tortus.identifier_lexemes)
 
 
-def _bridged(conn: psycopg.Connection, claims: Sequence[str], terms: Terms, ts_config: str) -> set[str]:
-    """The identifiers the claims name and the question does not: what a claim resolves the
+def _bridged(conn: psycopg.Connection, claim: str, terms: Terms, ts_config: str) -> set[str]:
+    """The identifiers a claim names and the question does not: what the claim resolves the
     question's description to ("Merchants received E-1042" for "the error code that merchants
     received")."""
-    if not claims:
+    if not _TWO_DIGITS.search(claim):  # most claims: no round trip
         return set()
-    rows = conn.execute(_IDENTIFIERS, {"texts": list(claims), "cfg": ts_config}).fetchall()
-    return set().union(*(set(r[0]) for r in rows)) - terms.identifiers
+    row = conn.execute(_IDENTIFIERS, {"t": claim, "cfg": ts_config}).fetchone()
+    return set(row[0] if row else []) - terms.identifiers
 
 
 def _unasked(terms: Terms, said: set[str]) -> str | None:
@@ -416,7 +414,7 @@ def _resolutions(
     opens with it is the statement about it ("E-1042 | Upstream TLS handshake failed" after
     "Merchants received E-1042"). It shares no word with the question, so it is read in its
     heading's context (`sets` is updated) and quoted next; one is enough."""
-    bridged = _bridged(conn, [sentences[first][3]], terms, ts_config)
+    bridged = _bridged(conn, sentences[first][3], terms, ts_config)
     opens = _opens_with(conn, [s[3] for s in sentences], bridged, ts_config)
     best = next((j for j, s in enumerate(sentences) if opens[j] and s[0] != sentences[first][0]), None)
     if best is None:
