@@ -75,3 +75,12 @@ def test_digits_inside_an_identifier_are_no_amount_or_time(sentence: str) -> Non
 def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
     kind = expected_type("When did it happen?")
     assert kind is not None and kind.given_by(sentence)
+
+
+@pytest.mark.parametrize(("question", "measured"), [
+    ("How long are ledger entries kept?", True), ("How much does the Feature Store cost?", True),
+    ("When did it happen?", False), ("How many retries are there?", False),
+])
+def test_durations_and_sums_are_measures_times_and_counts_are_not(question: str, measured: bool) -> None:
+    kind = expected_type(question)
+    assert kind is not None and kind.measured is measured

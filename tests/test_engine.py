@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from importlib.resources import files
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -21,6 +22,7 @@ from tortus_pg.evidence import Chunk, Evidence
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.policy import TraversalPolicy, make_policy
+from tortus_pg.relations import lead_with
 from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit
 from tortus_pg.scoring import Features, default_score
 from tortus_pg.synth import Synthesis
@@ -164,10 +166,11 @@ def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:
 # (q02), bridges followed from the claim (q13, q22) or named outside the quoted sentence (q23),
 # a bridge followed from a withheld draft (q14), the clause a named service implements (q17),
 # the incident asked about rather than the one beside it (q11), the code the incident's summary
-# names and the table row about it (q19).
+# names and the table row about it (q19), the value of the standard's clause on what a named
+# system keeps (q20).
 ANSWERS = {"q02": "Ledger write timed out", "q11": "the ADR-011 storage migration", "q13": "Platform Team",
            "q14": "30 days before expiry", "q17": "at least every 90 days", "q19": "Upstream TLS handshake failed",
-           "q21": "Key Vault", "q22": "Data Platform Team", "q23": "Core Ledger Team"}
+           "q20": "10 years", "q21": "Key Vault", "q22": "Data Platform Team", "q23": "Core Ledger Team"}
 
 
 @pytest.mark.parametrize("qid", ANSWERS)
@@ -213,6 +216,39 @@ def test_a_requirement_applies_to_what_implements_it(ask: Ask) -> None:
     assert {"from": "Token Service", "to": "clause 7.3.2"} in a.diagnostics["implements"]
     assert [c["text"].split(" ", 3)[:3] for c in a.claims] == [["Token", "Service", "implements"],
                                                               ["7.3.2", "Signing", "keys"]]
+
+
+_IMPLEMENTS = """
+select e.edge_id from tortus.edge e join tortus.node x on x.tenant_id = e.tenant_id and x.node_id = e.src
+where e.tenant_id = tortus.current_tenant() and e.type = 'implements' and x.label = %s
+"""
+
+
+def test_a_standard_answers_for_what_implements_it_led_by_the_edge_saying_so(
+    ask: Ask, db: psycopg.Connection, embedder: Embedder,
+) -> None:
+    # The warehouse's ledger tables are kept as the Data Retention Standard says (Class F, ten
+    # years); the Event Bus's seven days are another thing's retention.
+    a = ask(GOLDEN["q20"])
+    assert a.answer is not None and "10 years" in a.answer and "7 days" not in a.answer
+    link = a.claims[0]
+    assert link["relation"] == "Analytics Warehouse implements Data Retention Standard"
+    assert source_text(db, link["uri"], *link["span"]) == link["text"]
+    item = a.evidence[link["evidence"]]
+    assert item.uri.endswith("analytics-warehouse.md") and item.start <= link["span"][0] < link["span"][1] <= item.end
+    hop = next(h for h in a.path if h["edge_type"] == "implements")
+    assert (hop["from"], hop["to"]) == ("Analytics Warehouse", "Data Retention Standard")
+    assert [i["text"] for i in hop["evidence"]] == ["Analytics Warehouse implements the Data Retention Standard."]
+    assert a.budget["tokens"]["used"] <= a.budget["tokens"]["limit"]
+    # The chunk stating the edge joins only within the token budget.
+    (edge,) = db.execute(_IMPLEMENTS, ["Analytics Warehouse"]).fetchone() or (None,)
+    unlinked = Synthesis(a.claims[1]["text"] + " [1]", False, 1.0, [{**a.claims[1], "citation": 1}], 1.0, [])
+    vector = np.asarray(embedder.embed([GOLDEN["q20"]])[0])
+    others = [e for e in a.evidence if e.node_id != item.node_id]
+    assert lead_with(db, edge, unlinked, others, vector, max_tokens=0) is None
+    linked = lead_with(db, edge, unlinked, others, vector, max_tokens=10_000)
+    assert linked is not None and linked[0][-1].node_id == item.node_id
+    assert linked[1].claims[0]["evidence"] == len(others)
 
 
 def test_a_followed_bridge_ranks_after_the_chunk_naming_it(ask: Ask) -> None:

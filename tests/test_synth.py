@@ -166,6 +166,48 @@ def test_what_a_named_thing_implements_answers_for_it_with_the_sentence_saying_s
     assert synthesize(db, question, evidence, terms=other).withheld
 
 
+CLASSES = ("2. Retention classes\n2.1 Class F - financial records. Ledger entries, payment records and bank\n"
+           "statements. Retained for 10 years after the end of the financial year.\n"
+           "2.2 Class T - product telemetry. Retained for 180 days.")
+TOPICS = "Payments topics keep messages for 7 days, so a consumer can recover from a long outage."
+ROW = "| Ledger Service | nightly export of committed journal entries | `finance.ledger_entries` |"
+
+
+def test_a_clause_value_after_its_subject_answers_and_no_second_value_joins(db: psycopg.Connection) -> None:
+    evidence = [seed(30, "Data Retention Standard > 2. Retention classes", "data/retention.pdf", CLASSES),
+                seed(31, "Event Bus > Main topics and retention", "platform/event-bus.html", TOPICS)]
+    out = synthesize(db, "How long are ledger entries kept?", evidence)
+    assert [c["text"] for c in out.claims] == [
+        "Ledger entries, payment records and bank statements.",
+        "Retained for 10 years after the end of the financial year."]
+    # The value must follow in the same paragraph: after a blank line it belongs to no claim.
+    apart = CLASSES.replace("bank\nstatements. ", "bank statements.\n\n")
+    split = synthesize(db, "How long are ledger entries kept?",
+                       [seed(30, evidence[0].label, "data/retention.pdf", apart), evidence[1]])
+    assert split.claims and not any("10 years" in c["text"] for c in split.claims)
+    # Only a measure follows its subject so: a narrative's next sentence with "every year" is no
+    # answer to "When …".
+    story = "Vogue China is published by Condé Nast. It has made a profit every year since it debuted."
+    when = synthesize(db, "When was the company that published Vogue China founded?",
+                      [seed(33, "Vogue China", "wiki/vogue-china", story)])
+    assert when.claims or when.draft
+    assert not any("every year" in c["text"] for c in when.claims + when.draft)
+
+
+def test_a_standard_that_never_names_the_thing_speaks_for_what_implements_it(db: psycopg.Connection) -> None:
+    evidence = [seed(32, "Analytics Warehouse > What flows in", "data/warehouse.md", ROW),
+                seed(30, "Data Retention Standard > 2. Retention classes", "data/retention.pdf", CLASSES)]
+    question = "How long does the Analytics Warehouse keep its ledger entry tables?"
+    inheriting = question_terms(db, question, names=["Analytics Warehouse"],
+                                inherits={"Analytics Warehouse": ["Data Retention Standard"]})
+    out = synthesize(db, question, evidence, terms=inheriting)
+    assert "Retained for 10 years after the end of the financial year." in [c["text"] for c in out.claims]
+    # No claim names the warehouse: the engine is told, to quote the edge saying it applies.
+    assert out.inherited == ["Analytics Warehouse"]
+    plain = synthesize(db, question, evidence, terms=question_terms(db, question, names=["Analytics Warehouse"]))
+    assert "10 years" not in (plain.answer or "") and plain.inherited == []
+
+
 def test_a_passage_title_repeated_as_its_first_line_is_not_quoted(db: psycopg.Connection) -> None:
     title = "Key Vault (Platform Team service)"
     text = f"{title}\n\nKey Vault stores the signing keys and certificates of the Platform Team."

@@ -41,6 +41,9 @@ class AnswerType:
     name: str  # as a sentence says it: "a time"
     question: re.Pattern[str]  # the question openings that ask for it
     answer: re.Pattern[str]  # what a sentence giving it contains
+    # Whether a sentence giving it states a measure (a number with a unit, a sum of money) rather
+    # than any number or ordering word ("every", "since"), which narrative sentences are full of.
+    measured: bool = False
 
     def given_by(self, text: str) -> bool:
         return self.answer.search(text) is not None
@@ -61,12 +64,14 @@ TYPES = (  # the first whose question pattern matches applies
                    r"|worth)\b|what\s+(?:does|do|did|will|would)\b.*\bcost\b|what\s+(?:is|was|are|were)\s+the\s+"
                    r"(?:cost|price|fee|fees|budget|salary|revenue)\b)", re.I),
         re.compile(_CURRENCIES, re.I),
+        measured=True,
     ),
     AnswerType(
         "a duration or length",
         re.compile(r"^\W*how\s+long\b", re.I),
         re.compile(rf"(?:{_NUMBER}|\b(?:{_NUMBER_WORDS}|a|an)\b)\s*-?\s*(?:{_UNITS})\b"
                    r"|\b(?:indefinitely|forever|permanently)\b", re.I),
+        measured=True,
     ),
     AnswerType(
         "an amount",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import psycopg
@@ -330,9 +330,9 @@ def _plan(
     named = [] if policy.no_personalization else [node for node, defined in concepts if defined]
     # What a named thing implements (a standard, a clause, a decision) applies to it: a defined
     # one starts the walk too, and synthesis may quote it.
-    implements: list[tuple[int, str, int, str, bool]] = clock.attempt(
+    implements: list[Implemented] = clock.attempt(
         "implements", partial(_implemented, conn, named), []) if named else []
-    named_or_implemented = list(dict.fromkeys([*named, *(y for *_, y, _, defined in implements if defined)]))
+    named_or_implemented = list(dict.fromkeys([*named, *(i.standard for i in implements if i.defined)]))
     no_density: tuple[float | None, list[dict[str, Any]]] = (None, [])
     radius, density = clock.attempt("density", lambda: walk_radius(conn, walk_seeds, layout), no_density)
 
@@ -359,8 +359,8 @@ def _plan(
     ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
     # The question's weighted terms, once: for the portal decision here and for synthesis.
     inherits: dict[str, list[str]] = {}
-    for _, x_label, _, y_label, _ in implements:
-        inherits.setdefault(x_label, []).append(y_label)
+    for i in implements:
+        inherits.setdefault(i.label, []).append(i.standard_label)
     terms = clock.attempt("terms", lambda: question_terms(conn, question, ts_config, _labels(conn, named), inherits),
                           None)
     coverage = 1.0 if terms is None else clock.attempt(
@@ -397,7 +397,7 @@ def _plan(
     # one: follow it to what the question still asks, while the hop budget allows. A bridge is two
     # hops, so the budget pays for one bridge per two hops (a second bridge from another claim
     # under a three-hop budget answered 7 more musique questions, 6 of them wrongly).
-    mentioned = [*(node for node, _ in concepts), *(y for *_, y, _, _ in implements)]
+    mentioned = [*(node for node, _ in concepts), *(i.standard for i in implements)]
     for _ in range(policy.max_hops // 2):
         if synthesis is None or not (synthesis.claims or synthesis.draft):
             break
@@ -418,6 +418,15 @@ def _plan(
         synthesis = clock.attempt("synthesis", partial(synthesized, links), synthesis)
     if synthesis is None:
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
+    # Claims quoting a standard for what the question names lead with the edge saying it applies
+    # ("Analytics Warehouse implements the Data Retention Standard"), when no claim says so.
+    for edge in [i.edge for i in implements if i.label in synthesis.inherited]:
+        linked = clock.attempt("implements_link", partial(relations.lead_with, conn, edge, synthesis, evidence, vector,
+                                                          policy.max_tokens), None)
+        if linked is not None:
+            evidence, synthesis, link_paths = linked
+            by_node.update(link_paths)
+            tokens = sum(len(e.text.split()) for e in evidence)
     # "Which team / system / decision / incident …": the chain of typed relations from what the
     # question names to a node of that kind answers it, when one covers the question; its edges'
     # spans are the claims and the chain is the path. The opening is read before a stage opens:
@@ -475,7 +484,7 @@ def _plan(
     diagnostics: dict[str, Any] = {
         "seeds": [{"node_id": h.node_id, "label": h.label, "rank": h.rank, "bm25_rank": h.bm25_rank,
                    "vector_rank": h.vector_rank, "heading_match": h.heading_match} for h in hits],
-        "named_concepts": named, "implements": [{"from": x, "to": y} for _, x, _, y, _ in implements],
+        "named_concepts": named, "implements": [{"from": i.label, "to": i.standard_label} for i in implements],
         "density": density, "radius": radius, "portals": portal_decisions,
         "pruned": pruned if policy.explain else pruned[:20], "pruned_total": len(pruned),
         "reached_chunks": len(scores), "coverage": round(synthesis.coverage, 4), "missing_terms": synthesis.missing,
@@ -494,7 +503,9 @@ def _count(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> int:
 
 _IMPLEMENTED = """
 select e.src, x.label, e.dst, y.label,
-       exists (select 1 from tortus.edge d where d.tenant_id = y.tenant_id and d.dst = y.node_id and d.type = 'defines')
+       exists (select 1 from tortus.edge d where d.tenant_id = y.tenant_id and d.dst = y.node_id
+               and d.type = 'defines'),
+       e.edge_id
 from tortus.edge e
 join tortus.node x on x.tenant_id = e.tenant_id and x.node_id = e.src
 join tortus.node y on y.tenant_id = e.tenant_id and y.node_id = e.dst
@@ -503,9 +514,20 @@ order by e.src, e.dst
 """
 
 
-def _implemented(conn: psycopg.Connection, nodes: Sequence[int]) -> list[tuple[int, str, int, str, bool]]:
-    """(node, its label, what it implements, that one's label, whether some chunk defines it)."""
-    return [(a, x, b, y, bool(d)) for a, x, b, y, d in conn.execute(_IMPLEMENTED, [list(nodes)]).fetchall()]
+class Implemented(NamedTuple):
+    """A named thing's `implements` edge: what it implements, and where that is stated."""
+
+    node: int
+    label: str
+    standard: int
+    standard_label: str
+    defined: bool  # some chunk defines the standard
+    edge: int
+
+
+def _implemented(conn: psycopg.Connection, nodes: Sequence[int]) -> list[Implemented]:
+    rows = conn.execute(_IMPLEMENTED, [list(nodes)]).fetchall()
+    return [Implemented(a, x, b, y, bool(d), e) for a, x, b, y, d, e in rows]
 
 
 def _labels(conn: psycopg.Connection, nodes: Sequence[int]) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -151,6 +152,11 @@ limit 1
 """
 
 
+def typed_edges(conn: psycopg.Connection, ids: Sequence[int]) -> dict[int, Hop]:
+    """The typed edges `ids` (of the current tenant), each quoting its first evidence span."""
+    return {h.edge_id: h for h in (Hop(*row) for row in conn.execute(_EDGES, [list(ids)]).fetchall())}
+
+
 def _title(conn: psycopg.Connection, title: str) -> Quote | None:
     row = conn.execute(_TITLE, {"title": title}).fetchone()
     return Quote(title, *row) if row else None
@@ -180,8 +186,7 @@ def best_relation(
             if p[-1] not in seeds and p[-1] in nodes and matches(target.kind, nodes[p[-1]][1], nodes[p[-1]][0])]
     if not ends:
         return None
-    hops = {h.edge_id: h for h in (Hop(*row) for row in conn.execute(
-        _EDGES, [list({x for _, e, _ in ends for x in e})]).fetchall())}
+    hops = typed_edges(conn, list({x for _, e, _ in ends for x in e}))
     node_texts = {n: f"{label} {title or ''}" for n, (label, _, title) in nodes.items()}
     texts = list(dict.fromkeys([target.phrase, *node_texts.values(), *(label for label, _, _ in nodes.values()),
                                 *(h.text for h in hops.values())]))
@@ -238,9 +243,8 @@ def answer(
             items.append(e)
             used += words
     at = {e.node_id: i for i, e in enumerate(items)}
-    claims = [{"text": " ".join(q.text.split()), "citation": n, "evidence": at[c], "uri": q.uri, "page": q.page,
-               "span": [q.start, q.end], "support": "supported", "relation": what}
-              for n, (q, what, c) in enumerate(((q, w, c) for q, w, c in held_in if c in at), 1)]
+    claims = [_claim(q, what, n, at[c]) for n, (q, what, c) in enumerate(((q, w, c) for q, w, c in held_in if c in at),
+                                                                         1)]
     reach: dict[int, Reached] = {}
     why = f"a relation the source states, toward the {relation.asked} asked for"
     for i, hop in enumerate(relation.hops):
@@ -252,3 +256,40 @@ def answer(
     text = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
     synthesis = Synthesis(text, False, round(relation.coverage, 4), claims, relation.coverage, relation.missing)
     return items, synthesis, reach
+
+
+def _claim(quote: Quote, relation: str, citation: int, evidence: int) -> dict[str, Any]:
+    return {"text": " ".join(quote.text.split()), "citation": citation, "evidence": evidence, "uri": quote.uri,
+            "page": quote.page, "span": [quote.start, quote.end], "support": "supported", "relation": relation}
+
+
+def lead_with(
+    conn: psycopg.Connection, edge_id: int, synthesis: Synthesis, evidence: Sequence[Evidence], vector: np.ndarray,
+    max_tokens: int,
+) -> tuple[list[Evidence], Synthesis, dict[int, Reached]] | None:
+    """The answer led by a claim quoting typed edge `edge_id` (the `implements` edge that makes
+    the standard its claims quote apply to what the question names), the chunk stating it added
+    to the evidence within `max_tokens`, and that chunk's path (the edge); None when the edge has
+    no span in a chunk or its chunk does not fit."""
+    hop = typed_edges(conn, [edge_id]).get(edge_id)
+    if hop is None or hop.chunk is None or synthesis.answer is None:
+        return None
+    items = list(evidence)
+    at = next((i for i, e in enumerate(items) if e.node_id == hop.chunk), None)
+    if at is None:
+        info = chunk_info(conn, [hop.chunk], vector).get(hop.chunk)
+        if info is None or sum(len(e.text.split()) for e in items) + len(info.text.split()) > max_tokens:
+            return None
+        items.append(Evidence(hop.chunk, info.label, info.uri, info.start, info.end, info.page, info.text, 0.0, "walk"))
+        at = len(items) - 1
+    what = f"{hop.src} {hop.type.replace('_', ' ')} {hop.dst}"
+    claims = [_claim(hop, what, 1, at), *({**c, "citation": c["citation"] + 1} for c in synthesis.claims)]
+    text = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+    ids = conn.execute(_ENDS, [edge_id]).fetchone()
+    reach = {} if ids is None else {hop.chunk: Reached(
+        hop.chunk, 1, list(ids), [hop.type], ["out"], ["the source states that the standard quoted applies to it"],
+        hop.confidence, None, hop.confidence, 1)}
+    return items, replace(synthesis, answer=text, claims=claims), reach
+
+
+_ENDS = "select src, dst from tortus.edge where tenant_id = tortus.current_tenant() and edge_id = %s"

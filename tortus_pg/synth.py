@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import psycopg
 
 from tortus_pg.answer_type import AnswerType, expected_type
-from tortus_pg.ingest.chunking import sentence_spans
+from tortus_pg.ingest.chunking import line_blocks, sentence_spans
 
 _PUNCTUATION = "\"'()[]{}<>,;:!?."
 SUPPORTED = 0.5  # share of the question's weight the evidence must cover
@@ -159,6 +159,8 @@ class Synthesis:
     warnings: list[str] = field(default_factory=list)
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
     draft: list[dict[str, Any]] = field(default_factory=list)  # claims of an answer withheld for low coverage
+    # names the claims speak of only as what they implement (no claim names them)
+    inherited: list[str] = field(default_factory=list)
 
 
 class Synthesizer(Protocol):
@@ -328,7 +330,7 @@ def extractive(
         return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {named_missing}"])
     why = _refusal(terms, found, coverage)
     kind = expected_type(question)
-    claims, covered = _quote(conn, evidence, chain, terms, ts_config, kind)
+    claims, covered, inherited = _quote(conn, evidence, chain, terms, ts_config, kind)
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
     why = why or ("no sentence matches the question" if not claims else _unasked(terms, covered))
     if why is None and kind is not None and not any(kind.given_by(c["text"]) for c in claims):
@@ -340,58 +342,85 @@ def extractive(
                          missing_from_claims=uncovered, draft=claims)
     answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
     confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
-    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered)
+    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered,
+                     inherited=inherited)
 
 
 def _quote(
     conn: psycopg.Connection, evidence: Sequence[Source], chain: Sequence[int], terms: Terms, ts_config: str,
     kind: AnswerType | None = None,
-) -> tuple[list[dict[str, Any]], set[str]]:
-    """The claims quoted from `chain`, chosen greedily by the question weight each adds, and the
-    lexemes they cover. When the question asks for a `kind` of answer (a time, an amount) that
-    none of them gives, the sentence matching the question best that gives one joins them."""
+) -> tuple[list[dict[str, Any]], set[str], list[str]]:
+    """The claims quoted from `chain`, chosen greedily by the question weight each adds, the
+    lexemes they cover, and the names they speak of only as what those implement. When the
+    question asks for a `kind` of answer (a time, an amount), a sentence giving one joins them:
+    the one right after a claim in its clause, else the one matching the question best."""
     sentences = [(chain[i], start, end, text) for i, start, end, text in _sentences([evidence[i] for i in chain])]
     if not sentences:
-        return [], set()
+        return [], set(), []
     # A sentence is read in the context of its heading path ("clause 7.3.2" heads its text).
     # It must match the question itself, though: a table row matching only its table's heading
     # says nothing the question asks.
-    context_of = dict(zip(chain, lexemes(conn, [evidence[i].label for i in chain], ts_config), strict=True))
+    texts = [evidence[i].text for i in chain] if terms.inherits else []  # only read to inherit
+    found = lexemes(conn, [*(evidence[i].label for i in chain), *texts], ts_config)
+    heading_of = dict(zip(chain, found[: len(chain)], strict=True))
+    text_of = dict(zip(chain, found[len(chain) :] or [set()] * len(chain), strict=True))
+    # What a named thing implements applies to it: a section of the standard or decision it
+    # implements that never names it speaks of it too.
+    context_of = {i: heading.union(*(terms.names[name] for name, standards in terms.inherits.items()
+                                     if any(standard <= heading for standard in standards)
+                                     and not terms.names[name] <= text_of[i]))
+                  for i, heading in heading_of.items()}
     own = lexemes(conn, [s[3] for s in sentences], ts_config)
     sets = [found_in | context_of[s[0]] if found_in & terms.weights.keys() else set()
             for found_in, s in zip(own, sentences, strict=True)]
     keyed = _keyed(conn, [s[3] for s in sentences], terms, ts_config)
+    typed = [kind is not None and kind.given_by(s[3]) for s in sentences]
+    measured = kind is not None and kind.measured
+    values = [_value_after(evidence, sentences, j, typed) if measured else None for j in range(len(sentences))]
     chosen: list[int] = []
     covered: set[str] = set()
     resolves = [False] * len(sentences)
+    value: int | None = None  # the sentence quoted for the value its clause gives
     while len(chosen) < MAX_CLAIMS:
-        gains = [(resolves[j], terms.weight(sets[j] - covered), keyed[j], -j)
-                 for j in range(len(sentences)) if j not in chosen]
+        # Of sentences matching alike, the one giving the measure asked (or followed by it) goes
+        # first. Once a clause's value is quoted, another value of that kind is no answer.
+        gains = [(resolves[j], terms.weight(sets[j] - covered), measured and (typed[j] or values[j] is not None),
+                  keyed[j], -j)
+                 for j in range(len(sentences)) if j not in chosen and not (value is not None and typed[j])]
         if not gains:
             break
-        resolved, gain, _, neg_j = max(gains)
+        resolved, gain, _, _, neg_j = max(gains)
         if not resolved and (gain <= 0 or (chosen and gain < 0.1 * terms.total)):
             break
-        chosen.append(-neg_j)
-        covered |= sets[-neg_j]
-        if len(chosen) == 1:
-            resolves = _resolutions(conn, sentences, own, context_of, sets, chosen[0], terms, ts_config)
-    if chosen and kind is not None and not any(kind.given_by(sentences[j][3]) for j in chosen):
-        typed = [(terms.weight(sets[j]), keyed[j], -j)
-                 for j in range(len(sentences)) if sets[j] and kind.given_by(sentences[j][3])]
-        if typed:
-            chosen.append(-max(typed)[2])
+        pick = -neg_j
+        chosen.append(pick)
+        covered |= sets[pick]
+        follows = values[pick]
+        if value is None and follows is not None and follows not in chosen and len(chosen) < MAX_CLAIMS:
+            value = follows
+            chosen.append(follows)
+            covered |= own[follows]
+        if pick == chosen[0]:
+            resolves = _resolutions(conn, sentences, own, context_of, sets, pick, terms, ts_config)
+    if chosen and not any(typed[j] for j in chosen):
+        giving = [(terms.weight(sets[j]), keyed[j], -j) for j in range(len(sentences)) if sets[j] and typed[j]]
+        if giving:
+            chosen.append(-max(giving)[2])
             covered |= sets[chosen[-1]]
     # A named thing the claims do not mention may implement what they quote ("Token Service
     # implements clause 7.3.2" beside clause 7.3.2's text): the chain's sentence that says so
     # joins the claims, as the reason the quoted requirement applies to it.
+    said = set().union(*(own[j] | heading_of[sentences[j][0]] for j in chosen)) if chosen else set()
     for name, words in terms.names.items():
         standard = next((w for w in terms.inherits.get(name, ()) if w <= covered), None)
-        if chosen and not words <= covered and standard is not None:
+        if chosen and not words <= said and standard is not None:
             link = next((j for j in range(len(sentences)) if j not in chosen and words | standard <= own[j]), None)
             if link is not None:
                 chosen.append(link)
                 covered |= own[link]
+                said |= own[link]
+    inherited = [name for name, words in terms.names.items()
+                 if name in terms.inherits and words <= covered and not words <= said]
     chosen.sort(key=lambda j: (sentences[j][0], sentences[j][1]))
     claims = []
     for n, j in enumerate(chosen, 1):
@@ -402,7 +431,23 @@ def _quote(
             "span": [item.start + start, item.start + end], "support": "supported",
             "matched_terms": sorted(t for t in sets[j] if t in terms.weights),
         })
-    return claims, covered
+    return claims, covered, inherited
+
+
+def _value_after(
+    evidence: Sequence[Source], sentences: Sequence[tuple[int, int, int, str]], j: int, typed: Sequence[bool],
+) -> int | None:
+    """The sentence that gives the asked kind of answer right after claim `j` in the same
+    paragraph or clause, when `j` gives none: a clause's value may follow its subject in a
+    sentence of its own ("Ledger entries, payment records … Retained for 10 years …"). Only for
+    measured kinds (a duration, a sum): a narrative's next sentence often has a year or an
+    "every" that answers nothing."""
+    nxt = j + 1
+    if typed[j] or nxt >= len(sentences) or not typed[nxt] or sentences[nxt][0] != sentences[j][0]:
+        return None
+    text = evidence[sentences[j][0]].text
+    block = next(b for b in line_blocks(text, 0, len(text)) if b[0] <= sentences[j][1] < b[1])
+    return nxt if sentences[nxt][1] < block[1] else None
 
 
 def _resolutions(

@@ -93,7 +93,7 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
     """
     stop = len(text) if end is None else end
     spans: list[Span] = []
-    for block_start, block_end in _line_blocks(text, start, stop):
+    for block_start, block_end in line_blocks(text, start, stop):
         pos = block_start
         for m in _SENTENCE_END.finditer(text, block_start, block_end):
             after = m.end()
@@ -567,7 +567,7 @@ def _lines(text: str) -> list[Span]:
         pos = nl + 1
 
 
-def _line_blocks(text: str, start: int, end: int) -> list[Span]:
+def line_blocks(text: str, start: int, end: int) -> list[Span]:
     """Split at blank lines, before markdown block starts and after heading lines."""
     if text.find("\n", start, end) < 0:
         return [(start, end)]
