@@ -56,9 +56,9 @@ class Terms:
     identifiers: frozenset[str]
     names: dict[str, frozenset[str]] = field(default_factory=dict)
     spelled: dict[str, str] = field(default_factory=dict)  # identifier lexeme -> as the question writes it
-    # name -> the lexemes of each standard, clause or decision the named thing implements
+    # name -> label -> lexemes of each standard, clause or decision the named thing implements
     # (an `implements` edge): what such a text requires applies to the named thing.
-    inherits: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
+    inherits: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
     unseen: frozenset[str] = frozenset()  # question terms no document of the corpus uses
 
     @property
@@ -94,8 +94,8 @@ def question_terms(
     identifiers = frozenset(r[0] for r in rows if r[3])
     tokens = [t.strip(_PUNCTUATION) for t in question.split()]
     spelled = {i: next((t for t in tokens if i in t.casefold()), i) for i in identifiers}
-    inherited = {name: tuple(frozenset(found[label]) for label in labels if found[label])
-                 for name, labels in inherits.items() if name in names}
+    inherited = {name: {label: frozenset(found[label]) for label in labels if found[label]}
+                 for name, labels in inherits.items() if name in names and found[name]}
     unseen = frozenset(r[0] for r in rows if r[0] in weights and not r[1])
     return Terms(weights, identifiers, {n: frozenset(found[n]) for n in names if found[n]}, spelled,
                  {name: sets for name, sets in inherited.items() if sets}, unseen)
@@ -159,8 +159,8 @@ class Synthesis:
     warnings: list[str] = field(default_factory=list)
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
     draft: list[dict[str, Any]] = field(default_factory=list)  # claims of an answer withheld for low coverage
-    # names the claims speak of only as what they implement (no claim names them)
-    inherited: list[str] = field(default_factory=list)
+    # (name, standard): the claims quote a standard that the named thing implements, and no claim names it
+    inherited: list[tuple[str, str]] = field(default_factory=list)
 
 
 class Synthesizer(Protocol):
@@ -349,9 +349,9 @@ def extractive(
 def _quote(
     conn: psycopg.Connection, evidence: Sequence[Source], chain: Sequence[int], terms: Terms, ts_config: str,
     kind: AnswerType | None = None,
-) -> tuple[list[dict[str, Any]], set[str], list[str]]:
+) -> tuple[list[dict[str, Any]], set[str], list[tuple[str, str]]]:
     """The claims quoted from `chain`, chosen greedily by the question weight each adds, the
-    lexemes they cover, and the names they speak of only as what those implement. When the
+    lexemes they cover, and the (name, standard) pairs they speak for only by inheritance. When the
     question asks for a `kind` of answer (a time, an amount), a sentence giving one joins them:
     the one right after a claim in its clause, else the one matching the question best."""
     sentences = [(chain[i], start, end, text) for i, start, end, text in _sentences([evidence[i] for i in chain])]
@@ -366,9 +366,11 @@ def _quote(
     text_of = dict(zip(chain, found[len(chain) :] or [set()] * len(chain), strict=True))
     # What a named thing implements applies to it: a section of the standard or decision it
     # implements that never names it speaks of it too.
-    context_of = {i: heading.union(*(terms.names[name] for name, standards in terms.inherits.items()
-                                     if any(standard <= heading for standard in standards)
-                                     and not terms.names[name] <= text_of[i]))
+    speaks_for = {i: [(name, label) for name, standards in terms.inherits.items()
+                      for label, standard in standards.items()
+                      if standard <= heading and not terms.names[name] <= text_of[i]]
+                  for i, heading in heading_of.items()}
+    context_of = {i: heading.union(*(terms.names[name] for name, _ in speaks_for[i]))
                   for i, heading in heading_of.items()}
     own = lexemes(conn, [s[3] for s in sentences], ts_config)
     sets = [found_in | context_of[s[0]] if found_in & terms.weights.keys() else set()
@@ -412,15 +414,15 @@ def _quote(
     # joins the claims, as the reason the quoted requirement applies to it.
     said = set().union(*(own[j] | heading_of[sentences[j][0]] for j in chosen)) if chosen else set()
     for name, words in terms.names.items():
-        standard = next((w for w in terms.inherits.get(name, ()) if w <= covered), None)
+        standard = next((w for w in terms.inherits.get(name, {}).values() if w <= covered), None)
         if chosen and not words <= said and standard is not None:
             link = next((j for j in range(len(sentences)) if j not in chosen and words | standard <= own[j]), None)
             if link is not None:
                 chosen.append(link)
                 covered |= own[link]
                 said |= own[link]
-    inherited = [name for name, words in terms.names.items()
-                 if name in terms.inherits and words <= covered and not words <= said]
+    unsaid = {name for name, words in terms.names.items() if words <= covered and not words <= said}
+    inherited = list(dict.fromkeys(pair for j in chosen for pair in speaks_for[sentences[j][0]] if pair[0] in unsaid))
     chosen.sort(key=lambda j: (sentences[j][0], sentences[j][1]))
     claims = []
     for n, j in enumerate(chosen, 1):
