@@ -204,6 +204,11 @@ def test_a_standard_that_never_names_the_thing_speaks_for_what_implements_it(db:
     assert "Retained for 10 years after the end of the financial year." in [c["text"] for c in out.claims]
     # No claim names the warehouse: the engine is told, to quote the edge saying it applies.
     assert out.inherited == [("Analytics Warehouse", "Data Retention Standard")]
+    # Of two standards it implements, only the one quoted is named.
+    both = question_terms(db, question, names=["Analytics Warehouse"], inherits={
+        "Analytics Warehouse": ["Information Security Policy", "Data Retention Standard"]})
+    assert synthesize(db, question, evidence, terms=both).inherited == [("Analytics Warehouse",
+                                                                         "Data Retention Standard")]
     plain = synthesize(db, question, evidence, terms=question_terms(db, question, names=["Analytics Warehouse"]))
     assert "10 years" not in (plain.answer or "") and plain.inherited == []
 
