@@ -219,7 +219,7 @@ def test_a_requirement_applies_to_what_implements_it(ask: Ask) -> None:
 
 
 _IMPLEMENTS = """
-select e.edge_id from tortus.edge e join tortus.node x on x.tenant_id = e.tenant_id and x.node_id = e.src
+select e.edge_id, e.src, e.dst from tortus.edge e join tortus.node x on x.tenant_id = e.tenant_id and x.node_id = e.src
 where e.tenant_id = tortus.current_tenant() and e.type = 'implements' and x.label = %s
 """
 
@@ -241,12 +241,12 @@ def test_a_standard_answers_for_what_implements_it_led_by_the_edge_saying_so(
     assert [i["text"] for i in hop["evidence"]] == ["Analytics Warehouse implements the Data Retention Standard."]
     assert a.budget["tokens"]["used"] <= a.budget["tokens"]["limit"]
     # The chunk stating the edge joins only within the token budget.
-    (edge,) = db.execute(_IMPLEMENTS, ["Analytics Warehouse"]).fetchone() or (None,)
+    edge, *ends = db.execute(_IMPLEMENTS, ["Analytics Warehouse"]).fetchone() or (None, None, None)
     unlinked = Synthesis(a.claims[1]["text"] + " [1]", False, 1.0, [{**a.claims[1], "citation": 1}], 1.0, [])
     vector = np.asarray(embedder.embed([GOLDEN["q20"]])[0])
     others = [e for e in a.evidence if e.node_id != item.node_id]
-    assert lead_with(db, edge, unlinked, others, vector, max_tokens=0) is None
-    linked = lead_with(db, edge, unlinked, others, vector, max_tokens=10_000)
+    assert lead_with(db, edge, tuple(ends), unlinked, others, vector, max_tokens=0) is None
+    linked = lead_with(db, edge, tuple(ends), unlinked, others, vector, max_tokens=10_000)
     assert linked is not None and linked[0][-1].node_id == item.node_id
     assert linked[1].claims[0]["evidence"] == len(others)
 

@@ -420,9 +420,10 @@ def _plan(
         synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
     # Claims quoting a standard for what the question names lead with the edge saying it applies
     # ("Analytics Warehouse implements the Data Retention Standard"), when no claim says so.
-    for edge in [i.edge for i in implements if (i.label, i.standard_label) in synthesis.inherited]:
-        linked = clock.attempt("implements_link", partial(relations.lead_with, conn, edge, synthesis, evidence, vector,
-                                                          policy.max_tokens), None)
+    for applied in [i for i in implements if (i.label, i.standard_label) in synthesis.inherited]:
+        linked = clock.attempt("implements_link", partial(
+            relations.lead_with, conn, applied.edge, (applied.node, applied.standard), synthesis, evidence, vector,
+            policy.max_tokens), None)
         if linked is not None:
             evidence, synthesis, link_paths = linked
             by_node.update(link_paths)

@@ -19,7 +19,7 @@ import numpy as np
 import psycopg
 
 from tortus_pg.evidence import Evidence, Reached, chunk_info
-from tortus_pg.synth import SUPPORTED, Synthesis, Terms, lexemes
+from tortus_pg.synth import SUPPORTED, Synthesis, Terms, cited_text, lexemes
 
 _GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
 _KINDS = {
@@ -253,7 +253,7 @@ def answer(
                 hop.chunk, i + 1, relation.nodes[: i + 2], [h.type for h in relation.hops[: i + 1]],
                 relation.directions[: i + 1], [why] * (i + 1), relation.coverage, None,
                 min(h.confidence for h in relation.hops[: i + 1]), i + 1)
-    text = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+    text = cited_text(claims)
     synthesis = Synthesis(text, False, round(relation.coverage, 4), claims, relation.coverage, relation.missing)
     return items, synthesis, reach
 
@@ -264,13 +264,13 @@ def _claim(quote: Quote, relation: str, citation: int, evidence: int) -> dict[st
 
 
 def lead_with(
-    conn: psycopg.Connection, edge_id: int, synthesis: Synthesis, evidence: Sequence[Evidence], vector: np.ndarray,
-    max_tokens: int,
+    conn: psycopg.Connection, edge_id: int, ends: tuple[int, int], synthesis: Synthesis, evidence: Sequence[Evidence],
+    vector: np.ndarray, max_tokens: int,
 ) -> tuple[list[Evidence], Synthesis, dict[int, Reached]] | None:
-    """The answer led by a claim quoting typed edge `edge_id` (the `implements` edge that makes
-    the standard its claims quote apply to what the question names), the chunk stating it added
-    to the evidence within `max_tokens`, and that chunk's path (the edge); None when the edge has
-    no span in a chunk or its chunk does not fit."""
+    """The answer led by a claim quoting typed edge `edge_id` between the nodes `ends` (the
+    `implements` edge that makes the standard its claims quote apply to what the question names),
+    the chunk stating it added to the evidence within `max_tokens`, and that chunk's path (the
+    edge); None when the edge has no span in a chunk or its chunk does not fit."""
     hop = typed_edges(conn, [edge_id]).get(edge_id)
     if hop is None or hop.chunk is None or synthesis.answer is None:
         return None
@@ -284,12 +284,8 @@ def lead_with(
         at = len(items) - 1
     what = f"{hop.src} {hop.type.replace('_', ' ')} {hop.dst}"
     claims = [_claim(hop, what, 1, at), *({**c, "citation": c["citation"] + 1} for c in synthesis.claims)]
-    text = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
-    ids = conn.execute(_ENDS, [edge_id]).fetchone()
-    reach = {} if ids is None else {hop.chunk: Reached(
-        hop.chunk, 1, list(ids), [hop.type], ["out"], ["the source states that the standard quoted applies to it"],
-        hop.confidence, None, hop.confidence, 1)}
+    text = cited_text(claims)
+    reach = {hop.chunk: Reached(hop.chunk, 1, list(ends), [hop.type], ["out"],
+                                ["the source states that the standard quoted applies to it"], hop.confidence, None,
+                                hop.confidence, 1)}
     return items, replace(synthesis, answer=text, claims=claims), reach
-
-
-_ENDS = "select src, dst from tortus.edge where tenant_id = tortus.current_tenant() and edge_id = %s"

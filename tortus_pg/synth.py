@@ -163,6 +163,11 @@ class Synthesis:
     inherited: list[tuple[str, str]] = field(default_factory=list)
 
 
+def cited_text(claims: Sequence[Mapping[str, Any]]) -> str:
+    """An answer's text: each claim followed by its citation number ("… [1] … [2]")."""
+    return " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+
+
 class Synthesizer(Protocol):
     def __call__(
         self, conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
@@ -340,7 +345,7 @@ def extractive(
     if why is not None:
         return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {why}"],
                          missing_from_claims=uncovered, draft=claims)
-    answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+    answer = cited_text(claims)
     confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
     return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered,
                      inherited=inherited)
@@ -571,6 +576,6 @@ class LLMSynthesizer:
             return Synthesis(None, True, 0.0, claims, coverage, missing,
                              [f"answer withheld: the question asks for {kind.name} and no supported claim gives one",
                               *notes])
-        answer = " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+        answer = cited_text(claims)
         supported_share = sum(c["support"] == "supported" for c in claims) / len(claims)
         return Synthesis(answer, False, round(coverage * supported_share, 4), claims, coverage, missing, notes)
