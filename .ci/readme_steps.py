@@ -4,12 +4,14 @@ The "Set up" section of README.md holds two fenced bash blocks: the first instal
 and runs the main job, the second runs the tests. CI runs what they say, so the README cannot
 drift from what is checked. Usage:
 
-    python3 .ci/readme_steps.py install   # the first command's install steps (venv, pip)
+    python3 .ci/readme_steps.py install [VENV]   # the first command's install steps (venv, pip),
+                                                 # building the environment at VENV instead of .venv
     python3 .ci/readme_steps.py main      # the first command's other steps (init, ingest, query)
     python3 .ci/readme_steps.py test      # the second command
 
-Each prints its steps joined with " && ", ready for `bash -c`. Standard library only: CI
-calls it before any virtual environment exists.
+Each prints its steps joined with " && ", ready for `bash -c`. CI builds the environment in its
+cache and links `.venv` to it (venv refuses to create an environment through a link). Standard
+library only: CI calls it before any virtual environment exists.
 """
 
 from __future__ import annotations
@@ -55,12 +57,19 @@ def split_setup(command: str) -> tuple[list[str], list[str]]:
     return parts[:n], parts[n:]
 
 
+def relocated(step: str, venv: str) -> str:
+    """An install step with the virtual environment `.venv` built at `venv` instead."""
+    return re.sub(r"(?<![\w/.-])\.venv(?=/|\s|$)", venv.replace("\\", "\\\\"), step)
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in ("install", "main", "test"):
+    if not argv or argv[0] not in ("install", "main", "test") or len(argv) > (2 if argv[0] == "install" else 1):
         print(__doc__, file=sys.stderr)
         return 2
     setup, test = setup_commands(README.read_text(encoding="utf-8"))
     install, job = split_setup(setup)
+    if len(argv) == 2:
+        install = [relocated(s, argv[1]) for s in install]
     chosen = {"install": install, "main": job, "test": steps(test)}[argv[0]]
     print(" && ".join(chosen))
     return 0

@@ -80,3 +80,9 @@ def test_no_tracked_symlink_points_outside_the_repository() -> None:
         if mode == "120000":
             target = (ROOT / path).parent / (ROOT / path).readlink()
             assert target.resolve().is_relative_to(ROOT), f"{path} points outside the repository"
+
+
+def test_install_steps_can_build_the_environment_elsewhere() -> None:
+    step = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && cp x.venv y"
+    moved = [steps.relocated(s, "/cache/venv-1") for s in steps.steps(step)]
+    assert moved == ["python3 -m venv /cache/venv-1", "/cache/venv-1/bin/pip install -e '.[dev]'", "cp x.venv y"]
