@@ -84,6 +84,15 @@ def test_golden_corpus_is_the_manifest_beside_it(tmp_path: Path) -> None:
     assert ds.corpus_path == tmp_path / "sources.toml"
 
 
+def test_golden_sets_beside_their_manifests_are_named_by_folder(tmp_path: Path) -> None:
+    names = []
+    for corpus in ("north", "south"):
+        (tmp_path / corpus).mkdir()
+        (tmp_path / corpus / "sources.toml").write_text("", encoding="utf-8")
+        names.append(load_dataset(_jsonl(tmp_path / corpus / "golden.jsonl", GOLDEN[:1])).name)
+    assert names == ["north", "south"]
+
+
 def test_golden_optional_fields_default(tmp_path: Path) -> None:
     row = {"id": 7, "question": "q?", "answer": "a", "sources": ["s.md"], "type": "single-hop"}
     (q,) = load_dataset(_jsonl(tmp_path / "g.jsonl", [row])).questions

@@ -78,7 +78,10 @@ def load_dataset(path: Path) -> Dataset:
         if (path / "questions.jsonl").is_file() and (path / "corpus.jsonl").is_file():
             return _multihop(path)
     elif path.is_file() and path.name.endswith(".jsonl"):
-        return _golden(path, name=path.stem)
+        # A golden set beside its manifest is named by its folder: two handbooks' golden.jsonl
+        # files get snapshots (tenants) of their own.
+        named_by_folder = (path.parent / "sources.toml").is_file() and path.parent.name
+        return _golden(path, name=named_by_folder or path.stem)
     elif not path.exists():
         raise InvalidInput(f"{path}: no such file or directory")
     raise InvalidInput(
