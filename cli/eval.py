@@ -15,8 +15,8 @@ from rich.table import Table
 
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
+from tortus_pg.eval import abstention, datasets, runner
 from tortus_pg.eval import report as report_lib
-from tortus_pg.eval import runner
 from tortus_pg.eval.datasets import load_dataset
 from tortus_pg.eval.strategies import EXTERNAL_CMD_ENV, STRATEGIES, StrategyContext, parse_names
 
@@ -40,6 +40,10 @@ def eval_(
     json_out: Path = typer.Option(None, "--json-out", help="Write the summary and per-question rows here."),
     resume: int = typer.Option(None, "--resume", help="Continue run RUN_ID, skipping the answers it stored."),
     embedder_name: str = typer.Option(None, "--embedder", help="Embedder for the snapshot and queries."),
+    twins: bool = typer.Option(
+        False, "--twins", help="Multi-hop sets: also ask each question over a snapshot without its gold passages "
+        "(its unanswerable twin) and print the abstention curve over the support threshold."
+    ),
 ) -> None:
     """Run retrieval strategies side by side on one ingested snapshot of a dataset (tenant eval-<dataset>)."""
     s = settings(ctx)
@@ -49,23 +53,57 @@ def eval_(
         embedder_name or s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
         model=s.embed_model,
     )
-    tenant = runner.tenant_for(dataset.name)
+    twin_set = datasets.twins(dataset, limit) if twins else None
     timeout = float(os.environ.get("TORTUS_EVAL_EXTERNAL_TIMEOUT") or 30)
     with owner_connection(ctx) as conn, Progress(*COLUMNS, console=err_console, transient=True) as bar:
-        task = bar.add_task(f"corpus into {tenant}", total=None)
-        prefix = runner.prepare(conn, dataset, embedder, tenant, ts_config=s.text_search_config,
-                                on_progress=lambda done, total: bar.update(task, completed=done, total=total))
-        bar.update(task, description="questions", completed=0, total=None)
-        context = StrategyContext(prefix, embedder, s.text_search_config, os.environ.get(EXTERNAL_CMD_ENV), timeout)
-        evaluation = runner.run(
-            conn, dataset, names, tenant=tenant, context=context, k=k, limit=limit, resume_run_id=resume,
-            on_progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+
+        def evaluate(ds: datasets.Dataset, run_names: list[str] | None, run_k: int | None,
+                     resumed: int | None) -> runner.EvalRun:
+            tenant = runner.tenant_for(ds.name)
+            task = bar.add_task(f"corpus into {tenant}", total=None)
+            prefix = runner.prepare(conn, ds, embedder, tenant, ts_config=s.text_search_config,
+                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+            bar.update(task, description=f"questions of {ds.name}", completed=0, total=None)
+            context = StrategyContext(prefix, embedder, s.text_search_config, os.environ.get(EXTERNAL_CMD_ENV),
+                                      timeout)
+            return runner.run(conn, ds, run_names, tenant=tenant, context=context, k=run_k, limit=limit,
+                              resume_run_id=resumed,
+                              on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+
+        evaluation = evaluate(dataset, names, k, resume)
+        twin_run = evaluate(twin_set, list(evaluation.config["strategies"]), int(evaluation.config["k"]), None) \
+            if twin_set is not None else None
     doc = runner.document(evaluation)
     print_summary(doc)
+    if twin_run is not None:
+        doc["twins"] = _twin_curves(evaluation, twin_run)
     if json_out is not None:
         json_out.write_text(json.dumps(doc, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
+
+
+def _twin_curves(evaluation: runner.EvalRun, twin_run: runner.EvalRun) -> dict[str, Any]:
+    """The abstention curve of each answering strategy, printed every 0.1 of the threshold."""
+    curves: dict[str, Any] = {}
+    for name in twin_run.strategies:
+        mine = [r.metrics for r in evaluation.results if r.strategy == name and "reply_match" in r.metrics]
+        twin = [r.metrics for r in twin_run.results if r.strategy == name and "support" in r.metrics]
+        if not mine or not twin:
+            continue
+        points = abstention.from_results(mine, twin)
+        curves[name] = abstention.to_json(points)
+        table = Table(title=f"{name}: {len(mine)} answerable questions and their {len(twin)} unanswerable twins "
+                      f"(run {twin_run.run_id})")
+        for header in ("support threshold", "answered when answerable", "with the expected text",
+                       "withheld when unanswerable"):
+            table.add_column(header, justify="right")
+        for p in points[::2]:
+            table.add_row(f"{p.threshold:.2f}", f"{p.answered_when_answerable:.3f}", f"{p.answer_match:.3f}",
+                          f"{p.withheld_when_unanswerable:.3f}")
+        console.print(table)
+    questions = [{"id": r.question_id, "strategy": r.strategy, "metrics": r.metrics} for r in twin_run.results]
+    return {"run_id": twin_run.run_id, "dataset": twin_run.dataset.name, "abstention_curve": curves,
+            "questions": questions}
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -88,6 +126,29 @@ def print_summary(summary: dict[str, Any]) -> None:
     # Never squeeze numbers into ellipses (a pipe gets 80 columns): print as wide as the table needs.
     wanted = Measurement.get(console, console.options.update_width(1000), table).maximum
     Console(highlight=False, width=max(console.width, wanted)).print(table)
+    for name, e in summary["strategies"].items():
+        if e.get("abstention"):
+            a = e["abstention"]
+            console.print(f"{name}: answered {_share(a['answered_when_answerable'])} of the answerable questions, "
+                          f"{_share(a['answer_match'])} with the expected text (short answer F1 "
+                          f"{_share(a['answer_f1'])}), withheld {_share(a['accuracy_on_negatives'])} of "
+                          f"{a['negatives']} negatives")
+        if e.get("answer_groups"):
+            _groups_table(name, e["answer_groups"])
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _groups_table(name: str, groups: dict[str, dict[str, int]]) -> None:
+    table = Table(title=f"{name}: the originals and each set of paraphrases, per half of the golden set")
+    for header in ("questions", "answered with the expected text", "answered", "negatives withheld"):
+        table.add_column(header, justify="right" if header != "questions" else "left")
+    for group, g in groups.items():
+        table.add_row(group, f"{g['matched']} of {g['answerable']}", f"{g['answered']} of {g['answerable']}",
+                      f"{g['negatives_withheld']} of {g['negatives']}")
+    console.print(table)
 
 
 def _cell(entry: dict[str, Any], metric: str) -> str:

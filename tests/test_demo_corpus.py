@@ -194,3 +194,19 @@ def test_pdf_matches_its_source(rel: str) -> None:
         expected = _norm(" ".join(ln for ln in lines if ln and ln != "---"))
         if expected:
             assert expected in pdf_text, (rel, expected[:80])
+
+
+def test_every_answerable_question_has_two_paraphrases_and_a_half() -> None:
+    originals = {row["id"]: row for row in GOLDEN if not row.get("paraphrase_of")}
+    assert {row["split"] for row in originals.values()} == {"tune", "check"}
+    halves = Counter(row["split"] for row in originals.values())
+    assert abs(halves["tune"] - halves["check"]) <= 1
+    paraphrases = [row for row in GOLDEN if row.get("paraphrase_of")]
+    for qid, row in originals.items():
+        mine = [p for p in paraphrases if p["paraphrase_of"] == qid]
+        assert len(mine) == (0 if row["type"] == "negative" else 2), qid
+        assert {p["paraphrase_set"] for p in mine} == ({"a", "b"} if mine else set())
+        for p in mine:
+            assert (p["answer"], p["sources"], p["type"], p["split"]) == (row["answer"], row["sources"], row["type"],
+                                                                          row["split"])
+            assert p["question"] != row["question"]

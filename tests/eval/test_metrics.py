@@ -11,13 +11,16 @@ from tortus_pg.eval.metrics import (
     abstention_correct,
     all_gold_at_k,
     bootstrap_ci,
+    exact_match,
     hop_precision,
     mrr,
     ndcg_at_k,
+    normalize_answer,
     paired_bootstrap_diff,
     path_recall,
     percentile,
     recall_at_k,
+    token_f1,
 )
 
 # d1 is highly relevant (2), d2 and d3 relevant (1), d4 judged not relevant (0).
@@ -241,3 +244,23 @@ def test_paired_bootstrap_needs_pairs() -> None:
     with pytest.raises(ValueError, match="equal lengths"):
         paired_bootstrap_diff([1.0, 2.0], [1.0])
     assert all(math.isnan(x) for x in paired_bootstrap_diff([], []))
+
+
+@pytest.mark.parametrize(("prediction", "expected", "em", "f1"), [
+    ("The Platform Team", ["Platform Team"], 1.0, 1.0),  # articles and case do not count
+    ("platform team.", ["Platform Team"], 1.0, 1.0),  # nor punctuation
+    ("the Platform", ["Platform Team"], 0.0, 2 / 3),  # precision 1, recall 1/2
+    ("Core Ledger Team", ["Platform Team", "Ledger Team"], 0.0, 0.8),  # the best alias counts
+    ("five", ["5"], 0.0, 0.0),
+    (None, ["5"], 0.0, 0.0),  # no short answer
+])
+def test_short_answer_exact_match_and_token_f1(
+    prediction: str | None, expected: list[str], em: float, f1: float
+) -> None:
+    assert exact_match(prediction, expected) == em
+    assert token_f1(prediction, expected) == pytest.approx(f1)
+
+
+def test_answer_metrics_are_none_without_an_expected_answer() -> None:
+    assert exact_match("anything", [None]) is None and token_f1("anything", []) is None
+    assert normalize_answer("  An  Answer, (it is!) ") == "answer it is"

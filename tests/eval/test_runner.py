@@ -19,7 +19,7 @@ from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import HashEmbedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.eval import report, runner
-from tortus_pg.eval.datasets import Dataset, load_dataset
+from tortus_pg.eval.datasets import TWIN, Dataset, load_dataset, twins
 from tortus_pg.eval.strategies import StrategyContext, hit_ids, salient_terms, source_ids
 from tortus_pg.retrieve import search
 
@@ -145,7 +145,8 @@ def test_bm25_metrics_match_hand_computed_values(db: psycopg.Connection, dataset
     scored = ("q1", "q2", "q3", "q4")
     assert summary["recall@2"] == pytest.approx(sum(got[(q, "bm25")][0]["recall@2"] for q in scored) / 4)
     assert summary["by_type"]["comparison"] == {"n": 1, "recall@5": 0.5, "all_gold@5": 0.0,
-                                                "ndcg@10": pytest.approx(0.38685, abs=1e-5), "mrr": 0.5}
+                                                "ndcg@10": pytest.approx(0.38685, abs=1e-5), "mrr": 0.5,
+                                                "answer_match": None, "answer_f1": None}  # bm25 does not answer
     # q2 found one of two gold (traversal miss); q3 never reaches p01 but bm25 found p00 too.
     assert summary["failures"]["seed_miss"] == 0 and summary["failures"]["traversal_miss"] == 2
 
@@ -315,3 +316,35 @@ def test_cli_eval_and_report(url: str, tmp_path: Path) -> None:
     assert (tmp_path / "a" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
     bad = cli.invoke(app, ["--workspace", str(tmp_path), "eval", str(root), "--strategies", "bm25,nope"], env=env)
     assert bad.exit_code != 0 and "unknown strategy 'nope'" in str(bad.exception)
+
+
+def test_twins_are_asked_over_the_corpus_without_their_gold_passages(
+    db: psycopg.Connection, dataset: Dataset
+) -> None:
+    twin_set = twins(dataset, limit=3)
+    assert twin_set.name == "tiny-hop-twins" and twin_set.excluded == {"p00", "p01", "p08", "p12"}
+    assert all(q.is_negative and q.type == TWIN for q in twin_set.questions) and len(twin_set.questions) == 3
+    tenant, _ = prepared(db, twin_set)
+    with tenant_scope(db, tenant):
+        uris = {r[0] for r in db.execute("select uri from tortus.source").fetchall()}
+    assert len(uris) == len(PASSAGES) - 4 and not {"tiny-hop/p00", "tiny-hop/p01", "tiny-hop/p08"} & uris
+    with pytest.raises(InvalidInput, match="need a multi-hop dataset"):
+        twins(Dataset("g", "golden", None, dataset.questions))
+
+
+def test_cli_eval_with_twins_prints_and_writes_the_abstention_curve(url: str, tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "twin-hop")
+    out = tmp_path / "eval.json"
+    result = CliRunner().invoke(app, ["--workspace", str(tmp_path), "eval", str(root), "--strategies", "bm25,tortus",
+                                      "--twins", "--json-out", str(out)],
+                                env={"TORTUS_DATABASE_URL": url, "TORTUS_EMBEDDER": "hash", "COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "unanswerable twins" in result.output and "withheld when unanswerable" in result.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    curve = doc["twins"]["abstention_curve"]
+    assert list(curve) == ["tortus"]  # bm25 does not answer
+    assert [p["threshold"] for p in curve["tortus"]][:3] == [0.0, 0.05, 0.1]
+    withheld = [p["withheld_when_unanswerable"] for p in curve["tortus"]]
+    answered = [p["answered_when_answerable"] for p in curve["tortus"]]
+    assert withheld == sorted(withheld) and answered == sorted(answered, reverse=True)
+    assert {t["id"] for t in doc["twins"]["questions"]} == {q["id"] for q in QUESTIONS}

@@ -20,7 +20,8 @@ def run_with(answers: dict[str, bool]) -> EvalRun:
     results = []
     for q in QUESTIONS:
         said = None if answers[q.id] else f"It is {q.id}."
-        engine = StrategyResult(list(q.gold), withheld=answers[q.id], answer=said)
+        engine = StrategyResult(list(q.gold), withheld=answers[q.id], answer=said,
+                                short_answer=None if answers[q.id] else q.answer, confidence=0.8)
         metrics = question_metrics(engine, q.gold, negative=q.is_negative, expected=(q.answer, *q.aliases))
         results.append(Result(q.id, "engine", metrics, [], 5.0))
         search = StrategyResult(list(q.gold))
@@ -32,9 +33,10 @@ def run_with(answers: dict[str, bool]) -> EvalRun:
 def test_abstention_counts_withheld_negatives_and_wrong_refusals() -> None:
     summary = summarize(run_with({"a": False, "b": True, "n1": True, "n2": False}))
     engine = summary["strategies"]["engine"]["abstention"]
-    # "a" is answered with its alias, "b" is withheld: one answer match of two answerable questions.
+    # "a" is answered with its alias (short answer: the expected one), "b" is withheld: one answer
+    # match, exact short answer and token F1 of 1 of two answerable questions.
     assert engine == {"accuracy_on_negatives": 0.5, "negatives": 2, "answered_when_answerable": 0.5,
-                      "wrong_abstention": 1, "answer_match": 0.5}
+                      "wrong_abstention": 1, "answer_match": 0.5, "answer_em": 0.5, "answer_f1": 0.5}
     assert "abstention" not in summary["strategies"]["search"]
 
 
@@ -42,4 +44,27 @@ def test_the_report_has_an_abstention_table(tmp_path: Path) -> None:
     run = run_with({"a": False, "b": False, "n1": True, "n2": True})
     run.status = "done"
     text = render(document(run), tmp_path).read_text()
-    assert "## Abstention and answers" in text and "| engine | 1.000 | 2 | 1.000 | 0 | 0.500 |" in text
+    assert "## Abstention and answers" in text and "| engine | 1.000 | 2 | 1.000 | 0 | 0.500 | 1.000 | 1.000 |" in text
+
+
+def test_paraphrases_are_counted_apart_from_the_originals_per_half() -> None:
+    qs = (Question("a", "Who owns Key Vault?", {"kv.md": 1.0}, "Platform Team", (), "single-hop", split="tune"),
+          Question("b", "Who owns Ledger?", {"l.md": 1.0}, "Core Ledger Team", (), "single-hop", split="check"),
+          Question("a1", "Key Vault belongs to which team?", {"kv.md": 1.0}, "Platform Team", (), "single-hop",
+                   paraphrase_of="a", paraphrase_set="a"),
+          Question("b1", "Which team runs Ledger?", {"l.md": 1.0}, "Core Ledger Team", (), "single-hop",
+                   paraphrase_of="b", paraphrase_set="a"))
+    said = {"a": "Platform Team", "b": "Core Ledger Team", "a1": "Platform Team", "b1": None}
+    results = []
+    for q in qs:
+        out = StrategyResult(list(q.gold), withheld=said[q.id] is None, answer=said[q.id])
+        results.append(Result(q.id, "engine", question_metrics(out, q.gold, expected=(q.answer,)), [], 5.0))
+    run = EvalRun(1, "t", Dataset("t", "golden", None, qs), {"k": 5, "strategies": ["engine"]}, ["engine"], {},
+                  results)
+    engine = summarize(run)["strategies"]["engine"]
+    assert engine["abstention"]["answer_match"] == 1.0  # the originals only
+    groups = engine["answer_groups"]
+    assert groups["originals / all"]["matched"] == 2 and groups["paraphrases a / all"]["matched"] == 1
+    assert groups["paraphrases a / check"] == {"answerable": 1, "matched": 0, "answered": 0, "negatives": 0,
+                                               "negatives_withheld": 0}
+    assert groups["paraphrases a / tune"]["matched"] == 1 and groups["originals / tune"]["matched"] == 1

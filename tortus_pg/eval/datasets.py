@@ -14,7 +14,7 @@ import json
 import math
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,9 @@ class Question:
     path: tuple[Triple, ...] = ()
     hops: int | None = None
     status: str = ""
+    split: str = ""  # "tune" or "check": the half of a golden set it belongs to
+    paraphrase_of: str = ""  # the id of the question this one rephrases
+    paraphrase_set: str = ""  # which set of paraphrases ("a", "b"): each set rephrases every question once
 
     @property
     def is_negative(self) -> bool:
@@ -58,6 +61,22 @@ class Dataset:
     kind: str  # 'beir' | 'multihop' | 'golden'
     corpus_path: Path | None
     questions: tuple[Question, ...] = field(repr=False)
+    excluded: frozenset[str] = frozenset()  # passage ids left out of the corpus (unanswerable twins)
+
+
+TWIN = "unanswerable twin"  # the question type of a twin
+
+
+def twins(dataset: Dataset, limit: int | None = None) -> Dataset:
+    """The unanswerable twins of a multi-hop dataset's first `limit` questions, as MuSiQue-Full's
+    contrast questions are built: the same questions asked over the corpus without any of their
+    gold passages, so each one should be withheld."""
+    if dataset.kind != "multihop":
+        raise InvalidInput(f"{dataset.name}: unanswerable twins need a multi-hop dataset (gold passage ids)")
+    asked = dataset.questions[:limit] if limit else dataset.questions
+    excluded = frozenset(g for q in asked for g in q.gold)
+    questions = tuple(replace(q, gold={}, answer=None, aliases=(), type=TWIN, path=()) for q in asked)
+    return Dataset(f"{dataset.name}-twins", dataset.kind, dataset.corpus_path, questions, excluded)
 
 
 def load_dataset(path: Path) -> Dataset:
@@ -206,6 +225,9 @@ def _golden(path: Path, *, name: str) -> Dataset:
             path=row.triples("path"),
             hops=row.count("hops"),
             status=row.text_or_null("status", required=False) or "",
+            split=row.text_or_null("split", required=False) or "",
+            paraphrase_of=row.text_or_null("paraphrase_of", required=False) or "",
+            paraphrase_set=row.text_or_null("paraphrase_set", required=False) or "",
         )
         questions.append((row.number, q))
     manifest = path.parent / "sources.toml"  # the golden set's corpus, when it sits beside it

@@ -85,10 +85,12 @@ class Tortus(Hybrid):
             "portal_hops": float(result.budget["portal_hops"]["used"]),
             "shard_crossings": float(d.get("shard_crossings", 0)),
             "tokens": float(result.budget["tokens"]["used"]),
+            **{f"signal_{k}": float(v) for k, v in d.get("signals", {}).items()},
         }
         seeds = source_ids(conn, [s["node_id"] for s in d.get("seeds", [])], prefix)
         return StrategyResult(source_ids(conn, result.ranking, prefix)[:k], diagnostics, seed_ids=seeds,
-                              withheld=result.withheld, answer=result.answer)
+                              withheld=result.withheld, answer=result.answer, short_answer=result.short_answer,
+                              confidence=result.confidence, draft=d.get("draft"))
 
     def prepared_layout(self, conn: psycopg.Connection) -> str | None:
         """The layout to walk with, stored for this snapshot on first use."""

@@ -1,4 +1,4 @@
-"""Retrieval, path and abstention metrics, and bootstrap confidence intervals.
+"""Retrieval, path, abstention and answer metrics, and bootstrap confidence intervals.
 
 A ranked list is a sequence of ids, best first. An id that appears more than once counts
 once, at its first position: the list is deduplicated before it is cut at k, so a repeat
@@ -10,6 +10,8 @@ a question has none (a negative), so that averages leave it out rather than coun
 from __future__ import annotations
 
 import math
+import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -134,6 +136,37 @@ def contains_answer(text: str | None, expected: Sequence[str | None]) -> bool | 
         return None
     found = (text or "").casefold()
     return any(w in found for w in wanted)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text.casefold())
+    return " ".join(w for w in text.split() if w not in ("a", "an", "the"))
+
+
+def exact_match(prediction: str | None, expected: Sequence[str | None]) -> float | None:
+    """1.0 when the normalised prediction equals a normalised expected answer (or alias), else
+    0.0; None when nothing is expected (a negative question)."""
+    wanted = [normalize_answer(e) for e in expected if e]
+    if not wanted:
+        return None
+    return float(prediction is not None and normalize_answer(prediction) in wanted)
+
+
+def token_f1(prediction: str | None, expected: Sequence[str | None]) -> float | None:
+    """SQuAD's token F1 of the prediction against the best-matching expected answer (or alias);
+    None when nothing is expected."""
+    wanted = [normalize_answer(e).split() for e in expected if e]
+    if not wanted:
+        return None
+    said = normalize_answer(prediction or "").split()
+    best = 0.0
+    for gold in wanted:
+        common = sum((Counter(said) & Counter(gold)).values())
+        if common:
+            precision, recall = common / len(said), common / len(gold)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:

@@ -80,10 +80,11 @@ def _abstention(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> lis
     if not answering:
         return ["Abstention is not scored: no strategy in this run answers (or withholds) questions.", ""]
     rows = [[n, _f(a["accuracy_on_negatives"]), str(a["negatives"]), _f(a["answered_when_answerable"]),
-             str(a["wrong_abstention"]), _f(a.get("answer_match"))] for n, a in answering.items()]
+             str(a["wrong_abstention"]), _f(a.get("answer_match")), _f(a.get("answer_em")), _f(a.get("answer_f1"))]
+            for n, a in answering.items()]
     lines = ["## Abstention and answers", "", *_table(
-        ["strategy", "negatives withheld", "negatives", "answerable answered", "wrong abstentions", "answer match"],
-        rows)]
+        ["strategy", "negatives withheld", "negatives", "answerable answered", "wrong abstentions", "answer match",
+         "short EM", "short F1"], rows)]
     return [*lines, "", *(f"- {c.replace('_', ' ')}: {t}" for c, t in summary["taxonomy"]["abstention"].items()), ""]
 
 

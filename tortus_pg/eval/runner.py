@@ -107,7 +107,7 @@ def prepare(
         raise InvalidInput(f"dataset {dataset.name!r} has no corpus to ingest")
     prefix = f"{dataset.name}/"
     specs = sources.from_manifest(dataset.corpus_path, uri_base=dataset.name) if dataset.kind == "golden" else []
-    passages = [] if specs else list(read_passages(dataset.corpus_path))
+    passages = [] if specs else [p for p in read_passages(dataset.corpus_path) if p.id not in dataset.excluded]
     files = [dataset.corpus_path, *(Path(s.location) for s in specs if not s.is_url)]
     total = len(specs or passages)
     wanted: dict[str, Any] = {
@@ -116,6 +116,9 @@ def prepare(
         "embedder": embedder.name,
         "uri_prefix": prefix,
         "graph_version": GRAPH_VERSION,
+        # Twins leave passages out: a snapshot of the same corpus with other gaps is another snapshot.
+        **({"excluded": hashlib.sha256("\n".join(sorted(dataset.excluded)).encode()).hexdigest()}
+           if dataset.excluded else {}),
     }
     with conn.transaction():
         tenants.create_tenant(conn, tenant)

@@ -55,6 +55,9 @@ class StrategyResult:
     seed_ids: list[str] | None = None
     withheld: bool | None = None  # strategies that answer: whether they withheld the answer
     answer: str | None = None
+    short_answer: str | None = None  # the span of the asked type in the sentence that answers
+    confidence: float | None = None  # the answer's support, abstention curves sweep a threshold over it
+    draft: str | None = None  # what a withheld answer would have said
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,19 @@ from tortus_pg.eval.metrics import (
     all_gold_at_k,
     bootstrap_ci,
     contains_answer,
+    exact_match,
     mrr,
     ndcg_at_k,
     paired_bootstrap_diff,
     percentile,
     recall_at_k,
+    token_f1,
 )
 from tortus_pg.eval.strategies import StrategyResult
 
 METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5", "all_gold@10")
 DIAGNOSTICS = ("fan_out", "portal_hops", "shard_crossings", "tokens")
-TYPE_METRICS = ("recall@5", "all_gold@5", "ndcg@10", "mrr")
+TYPE_METRICS = ("recall@5", "all_gold@5", "ndcg@10", "mrr", "answer_match", "answer_f1")
 PAIRED_METRICS = ("recall@5", "all_gold@5", "ndcg@10")
 # The failure taxonomy classifies misses of the multi-hop success criterion, all gold in the top 5.
 TAXONOMY_K = 5
@@ -39,6 +41,8 @@ ABSTENTION = {
     "wrong_abstention": "an answerable question was withheld (strategies that answer only)",
     "accuracy_on_negatives": "share of the unanswerable (negative) questions withheld",
     "answer_match": "share of the answerable questions whose answer contains the expected answer or an alias",
+    "answer_em": "share of the answerable questions whose short answer equals the expected one (SQuAD normalisation)",
+    "answer_f1": "mean token F1 of the short answer against the expected answer and its aliases (SQuAD)",
 }
 
 
@@ -88,6 +92,14 @@ def question_metrics(
         match = contains_answer(out.answer, expected)
         if match is not None:
             metrics["answer_match"] = float(not out.withheld and match)
+            short = None if out.withheld else out.short_answer
+            metrics["answer_em"] = exact_match(short, expected)
+            metrics["answer_f1"] = token_f1(short, expected)
+            # Whether the reply, answered or drafted, holds the expected text: what an abstention
+            # threshold decides to show or not (`abstention_curve`).
+            metrics["reply_match"] = float(bool(contains_answer(out.draft if out.withheld else out.answer, expected)))
+        if out.confidence is not None:
+            metrics["support"] = float(out.confidence)
     return {**metrics, **out.diagnostics}
 
 
@@ -147,16 +159,46 @@ def _strategy(rows: list[Result], questions: Mapping[str, Question], k: int) -> 
             failures[kind] += 1
     entry["failures"] = failures
     if any("withheld" in r.metrics for r in rows):
-        negatives = [r for r in rows if questions[r.question_id].is_negative]
-        answerable = [r for r in rows if not questions[r.question_id].is_negative and "withheld" in r.metrics]
-        entry["abstention"] = {
-            "accuracy_on_negatives": _mean(_values(negatives, "abstention_correct")),
-            "negatives": len(negatives),
-            "answered_when_answerable": _mean([1.0 - float(r.metrics["withheld"]) for r in answerable]),
-            "wrong_abstention": sum(1 for r in answerable if r.metrics["withheld"] == 1.0),
-            "answer_match": _mean(_values(answerable, "answer_match")),
-        }
+        originals = [r for r in rows if not questions[r.question_id].paraphrase_of]
+        entry["abstention"] = _abstention(originals, questions)
+        if len(originals) < len(rows):
+            entry["answer_groups"] = _answer_groups(rows, questions)
     return entry
+
+
+def _abstention(rows: Sequence[Result], questions: Mapping[str, Question]) -> dict[str, Any]:
+    negatives = [r for r in rows if questions[r.question_id].is_negative]
+    answerable = [r for r in rows if not questions[r.question_id].is_negative and "withheld" in r.metrics]
+    return {
+        "accuracy_on_negatives": _mean(_values(negatives, "abstention_correct")),
+        "negatives": len(negatives),
+        "answered_when_answerable": _mean([1.0 - float(r.metrics["withheld"]) for r in answerable]),
+        "wrong_abstention": sum(1 for r in answerable if r.metrics["withheld"] == 1.0),
+        "answer_match": _mean(_values(answerable, "answer_match")),
+        "answer_em": _mean(_values(answerable, "answer_em")),
+        "answer_f1": _mean(_values(answerable, "answer_f1")),
+    }
+
+
+def _answer_groups(rows: Sequence[Result], questions: Mapping[str, Question]) -> dict[str, dict[str, Any]]:
+    """Answers counted per set of questions (the originals, each set of paraphrases) and per
+    half of the golden set (tune, check): a paraphrase set should score like the originals."""
+    groups: dict[str, list[Result]] = {}
+    for r in rows:
+        q = questions[r.question_id]
+        origin = questions.get(q.paraphrase_of, q)
+        kind = f"paraphrases {q.paraphrase_set}" if q.paraphrase_of else "originals"
+        for split in sorted({"all", origin.split} - {""}):
+            groups.setdefault(f"{kind} / {split}", []).append(r)
+    out = {}
+    for name, group in sorted(groups.items()):
+        answerable = [r for r in group if not questions[r.question_id].is_negative]
+        negatives = [r for r in group if questions[r.question_id].is_negative]
+        out[name] = {"answerable": len(answerable), "matched": int(sum(_values(answerable, "answer_match"))),
+                     "answered": sum(1 for r in answerable if r.metrics.get("withheld") == 0.0),
+                     "negatives": len(negatives),
+                     "negatives_withheld": sum(1 for r in negatives if r.metrics.get("withheld") == 1.0)}
+    return out
 
 
 def _paired(rows: list[Result], base: list[Result]) -> dict[str, Any]:
