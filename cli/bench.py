@@ -82,7 +82,7 @@ def _print_losses(losses: AnswerLosses, title: str) -> None:
                         ("  withheld", sum(losses.withheld_with_evidence.values()))]:
         table.add_row(name, f"{count} of {losses.answerable}")
     for reason, count in losses.withheld_with_evidence.most_common():
-        table.add_row(f"    {reason}", str(count))
+        table.add_row(f"    {reason.name.lower().replace('_', ' ') if reason else 'no reason given'}", str(count))
     if losses.negatives:
         table.add_row("negatives withheld", f"{losses.negatives_withheld} of {losses.negatives}")
     console.print(table)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tortus_pg.answer_type import expected_type
+from tortus_pg.answer_type import TYPES, expected_type
 
 
 @pytest.mark.parametrize(("question", "kind"), [
@@ -20,9 +20,13 @@ from tortus_pg.answer_type import expected_type
     ("How much data does the Event Bus keep?", "an amount"),
     ("how often must signing keys be rotated?", "an amount"),
     ("What percentage of requests may be retries?", "an amount"),
-    ("Which team owns the Checkout Gateway?", None),
+    ("Which team owns the Checkout Gateway?", "a name"),
     ("What does error code E-1042 mean?", None),
-    ("Who decided when to rotate keys?", None),  # "when" not at the opening
+    ("Who decided when to rotate keys?", "a person"),  # "when" not at the opening
+    ("Whose signature is required?", "a person"),
+    ("Where are the backups written?", "a place"),
+    ("In which city is the team based?", "a place"),
+    ("What is the queue called?", None),
     ("How does the gateway retry?", None),
 ])
 def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
@@ -84,3 +88,27 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
 def test_durations_and_sums_are_measures_times_and_counts_are_not(question: str, measured: bool) -> None:
     kind = expected_type(question)
     assert kind is not None and kind.measured is measured
+
+
+@pytest.mark.parametrize(("question", "sentence", "values"), [
+    ("Who heads up the Fleet Data group?", "Lead: Bartosz Wierzbicki (Head of Fleet Data).", ["Bartosz Wierzbicki"]),
+    ("Who approved it?", "It was approved by Maria de la Cruz and Tom Ng.", ["Maria de la Cruz", "Tom Ng"]),
+    ("Which cluster does Waypoint use?", "Waypoint keeps its orders on kestrel-3.", ["kestrel-3"]),
+    ("What flag does on-call flip?", "On-call flips `elig.degraded_mode` to true.", ["elig.degraded_mode"]),
+    ("In which city is the Routing team based?", "The Routing team sits in Leeds.", ["Leeds"]),
+    ("Where should urgent problems go?", "Post in #data-platform-urgent.", ["#data-platform-urgent"]),
+    ("How many retries are allowed?", "Retries are capped at 5 per call.", ["5"]),
+    ("How long are keys kept?", "Keys are kept for 36 hours, then dropped.", ["36 hours"]),
+])
+def test_values_are_the_spans_of_the_type_the_question_does_not_say(
+    question: str, sentence: str, values: list[str]
+) -> None:
+    kind = expected_type(question)
+    asked = frozenset(w.casefold() for w in question.replace("?", " ").split())
+    assert kind is not None and kind.values(sentence, asked) == values
+
+
+def test_person_place_and_name_are_not_required_of_an_answer() -> None:
+    required = {t.name: t.required for t in TYPES}
+    assert not required["a person"] and not required["a place"] and not required["a name"]
+    assert required["a time"] and required["an amount"]

@@ -6,11 +6,12 @@ from pathlib import Path
 from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
-from tortus_pg.bench import answer_losses, refusal_reason
+from tortus_pg.bench import answer_losses
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.eval.datasets import Question
+from tortus_pg.query.refusal import Refusal
 
 runner = CliRunner()
 
@@ -46,8 +47,7 @@ def test_bench_answers_counts_where_answers_are_lost(demo: tuple[Path, dict[str,
         losses = answer_losses(conn, questions, make_embedder("hash"))
     assert (losses.answerable, losses.answered, losses.matched, losses.in_evidence) == (2, 1, 1, 2)
     assert losses.wrong_with_evidence == 0
-    assert losses.withheld_with_evidence == {
-        "the question asks for a sum of money and no sentence that matches it gives one": 1}
+    assert losses.withheld_with_evidence == {Refusal.NO_VALUE_OF_TYPE: 1}
     assert (losses.negatives, losses.negatives_withheld) == (1, 1)
 
 
@@ -57,13 +57,3 @@ def test_bench_answers_prints_the_losses(demo: tuple[Path, dict[str, str]]) -> N
                            env={**env, "COLUMNS": "140"})
     assert result.exit_code == 0, result.output
     assert "evidence contains the expected text" in result.output and " of 3 " in result.output
-
-
-def test_refusal_reasons_drop_the_question_specifics() -> None:
-    assert refusal_reason(["degraded: slow", "answer withheld: no evidence about The Prairie King answers it"]) == \
-        "no evidence about … answers it"
-    assert refusal_reason(["answer withheld: the evidence covers 47% of what the question asks (at least 50% "
-                           "needed)"]) == "the evidence covers N% of what the question asks (…)"
-    assert refusal_reason(["answer withheld: the sentences that match the question do not mention INC-2025-014"]) == \
-        "the sentences that match the question do not mention …"
-    assert refusal_reason([]) == "no reason given"

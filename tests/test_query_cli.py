@@ -92,4 +92,5 @@ def test_explain_says_what_kind_of_answer_the_question_asks_for(demo: tuple[Path
     assert result.exit_code == 0, result.output
     assert "the question asks for a duration or length" in result.output
     assert query(*demo, asked)["diagnostics"]["answer_type"] == "a duration or length"
-    assert query(*demo, "Which team owns the Checkout Gateway?")["diagnostics"]["answer_type"] is None
+    assert query(*demo, "Which team owns the Checkout Gateway?")["diagnostics"]["answer_type"] == "a name"
+    assert query(*demo, "What does clause 7.3.2 say?")["diagnostics"]["answer_type"] is None

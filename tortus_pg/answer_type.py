@@ -9,7 +9,10 @@ its freshness target of 60 seconds). The patterns are deliberately permissive: a
 date, a clock time, a period ("every 90 days") or an ordering ("before expiry"); an amount may
 be written in digits or words. Other questions ("Which team …", "What does … mean") have no
 expected type, nor do questions in languages other than English, whose openings these
-patterns do not read.
+patterns do not read. "Who …" asks for a person, "Where …" / "Which city …" for a place and
+"Which / What <noun> …" for a name; those are not required of an answer (capitalised words are
+in every sentence), but they tell the reader which sentence of a chain answers and which span
+of it is the short answer (`AnswerType.values`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,37 @@ _UNITS = (
 _PERIODS = "daily|weekly|monthly|quarterly|yearly|annually|nightly|hourly|every|indefinitely|forever"
 
 
+# A name: capitalised words (with the small words names carry inside them), an identifier
+# ("kestrel-3", "cdg.submissions", "E-1042") or a code span ("`elig.degraded_mode`").
+_NAME = (r"`[^`\n]{1,80}`|(?<![\w.-])(?:[A-Za-z]+[\w]*[-_.:/#][\w.:/#-]*\w|#[\w-]+)"
+         r"|\b[A-Z][\w'’&-]*(?:\s+(?:(?:of|de|del|da|di|von|van|der|the|and|&|for|on|la|le)\s+)*[A-Z0-9][\w'’&-]*)*")
+_PERSON = r"\b[A-Z][a-z'’-]+(?:\s+(?:(?:de|del|da|di|von|van|der|le|la)\s+)*[A-Z][\w'’-]+)+"
+# A lone capitalised word opening a sentence or a line is the sentence's first word, not a name.
+_OPENING = re.compile(r"(?:^|[.!?:;|]\s+|\n\s*)$")
+
+
+# Closed-class words that open sentences capitalised without naming anything.
+_FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "his", "her", "they",
+    "their", "them", "we", "our", "you", "your", "i", "in", "on", "at", "for", "of", "and", "but", "or", "nor",
+    "if", "when", "while", "after", "before", "during", "as", "by", "with", "from", "to", "into", "there",
+    "here", "what", "which", "who", "whom", "whose", "where", "why", "how", "all", "each", "every", "some",
+    "no", "not", "one"
+})
+_NAMES = re.compile(_NAME)
+
+
+def names_in(text: str) -> list[str]:
+    """The names a text gives: capitalised word runs, identifiers and code spans, without a
+    closed-class word that merely opens a sentence ("The", "It")."""
+    found = []
+    for m in _NAMES.finditer(text):
+        value = m.group(0).strip("` ")
+        if len(value) > 2 and value.casefold() not in _FUNCTION_WORDS:
+            found.append(value)
+    return found
+
+
 @dataclass(frozen=True)
 class AnswerType:
     name: str  # as a sentence says it: "a time"
@@ -44,9 +78,38 @@ class AnswerType:
     # Whether a sentence giving it states a measure (a number with a unit, a sum of money) rather
     # than any number or ordering word ("every", "since"), which narrative sentences are full of.
     measured: bool = False
+    # Whether an answer must give one: a time, a sum, a duration or an amount is checkable by its
+    # form; a person, place or name is only a reading aid (capitalised words are everywhere).
+    required: bool = True
 
     def given_by(self, text: str) -> bool:
         return self.answer.search(text) is not None
+
+    def values(self, text: str, asked: frozenset[str] = frozenset()) -> list[str]:
+        """The values of this type in `text` that the question does not already say (`asked`:
+        its words, casefolded), in order: what a sentence answers with."""
+        said = {w for a in asked for w in re.findall(r"\w+", a.casefold())}
+        found = []
+        for start, end in self._runs(text):
+            value = text[start:end].strip("` ").rstrip(".,;:")
+            words = {w.casefold() for w in re.findall(r"\w+", value)}
+            opening = re.fullmatch(r"[A-Z][a-z'’]+", value) is not None and _OPENING.search(text, 0, start)
+            if value and not words <= said and not opening:
+                found.append(value)
+        return found
+
+    def _runs(self, text: str) -> list[tuple[int, int]]:
+        """The spans of the answer pattern, adjacent ones (a space or a comma apart) joined:
+        "12 May 2025" is one date, not three values."""
+        runs: list[tuple[int, int]] = []
+        for m in self.answer.finditer(text):
+            if m.end() == m.start():
+                continue
+            if runs and re.fullmatch(r"[ ,]{1,2}", text[runs[-1][1]:m.start()]):
+                runs[-1] = (runs[-1][0], m.end())
+            else:
+                runs.append((m.start(), m.end()))
+        return runs
 
 
 TYPES = (  # the first whose question pattern matches applies
@@ -78,6 +141,26 @@ TYPES = (  # the first whose question pattern matches applies
         re.compile(r"^\W*how\s+(?:many|much|often|old|far|big|large|tall|high|fast|heavy|deep|wide)\b|"
                    r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b", re.I),
         re.compile(rf"{_NUMBER}|\b(?:{_NUMBER_WORDS}|{_PERIODS}|no|none|all)\b", re.I),
+    ),
+    AnswerType(
+        "a person",
+        re.compile(r"^\W*(?:(?:by|to|with|for|from)\s+)?(?:who|whom|whose)\b", re.I),
+        re.compile(_PERSON),
+        required=False,
+    ),
+    AnswerType(
+        "a place",
+        re.compile(r"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:city|country|state|region|town"
+                   r"|county|province|village|place|continent|channel|location|bucket)\b)", re.I),
+        re.compile(_NAME),
+        required=False,
+    ),
+    AnswerType(
+        "a name",
+        re.compile(r"^\W*(?:(?:in|at|from|to|on|by|for|of|with|under)\s+)?(?:which|what)\s+(?!(?:is|was|are|were|does"
+                   r"|do|did|has|have|had|can|could|will|would|should|kind|sort|type)\b)[a-z]", re.I),
+        re.compile(_NAME),
+        required=False,
     ),
 )
 

@@ -3,7 +3,6 @@ are lost, over a set of questions."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from tortus_pg.engine import answer
 from tortus_pg.errors import InvalidInput
 from tortus_pg.eval.datasets import Question
 from tortus_pg.eval.metrics import contains_answer
+from tortus_pg.query.refusal import Refusal
 
 
 @dataclass(frozen=True)
@@ -58,24 +58,9 @@ class AnswerLosses:
     matched: int = 0  # the answer contains the expected text
     in_evidence: int = 0  # the evidence contains it
     wrong_with_evidence: int = 0  # answered without it although the evidence has it
-    withheld_with_evidence: Counter[str] = field(default_factory=Counter)  # refusal reason -> questions
+    withheld_with_evidence: Counter[Refusal | None] = field(default_factory=Counter)  # why -> questions
     negatives: int = 0
     negatives_withheld: int = 0
-
-
-_SPECIFICS = [(re.compile(r"\d+(?:\.\d+)?"), "N"), (re.compile(r"\([^)]*\)"), "(…)"),
-              (re.compile(r"^no evidence about .+ answers it$"), "no evidence about … answers it"),
-              (re.compile(r"\b(do not mention|no evidence mentions) .+$"), r"\1 …")]
-
-
-def refusal_reason(warnings: Sequence[str]) -> str:
-    """Why an answer was withheld, without the question's specifics (names, shares, terms), so
-    that refusals of one kind count together."""
-    why = next((w.removeprefix("answer withheld: ") for w in warnings if w.startswith("answer withheld: ")),
-               "no reason given")
-    for pattern, repl in _SPECIFICS:
-        why = pattern.sub(repl, why)
-    return why
 
 
 def answer_losses(
@@ -101,7 +86,7 @@ def answer_losses(
             if any(contains_answer(e.text, expected) for e in out.evidence):
                 losses.in_evidence += 1
                 if out.withheld:
-                    losses.withheld_with_evidence[refusal_reason(out.warnings)] += 1
+                    losses.withheld_with_evidence[out.refusal] += 1
                 elif not matched:
                     losses.wrong_with_evidence += 1
         if on_progress is not None:

@@ -32,9 +32,11 @@ from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.types import Document
 from tortus_pg.policy import TraversalPolicy
+from tortus_pg.query.refusal import HARD_REFUSALS, Refusal
+from tortus_pg.query.similarity import SentenceSimilarity
 from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit, embed_query, rrf, search
 from tortus_pg.scoring import Features, Scorer, default_score
-from tortus_pg.synth import Synthesis, Synthesizer, coverage_of, question_terms, synthesize
+from tortus_pg.synth import Synthesis, Synthesizer, cited_text, coverage_of, question_terms, synthesize
 from tortus_pg.trace import store_trace
 
 SEEDS = 20  # hybrid hits considered
@@ -73,10 +75,19 @@ class Answer:
     diagnostics: dict[str, Any]
     ranking: list[int] = field(default_factory=list)  # every candidate chunk, best first
     trace_id: int | None = None
+    refusal: Refusal | None = None  # why it is withheld
+
+    @property
+    def short_answer(self) -> str | None:
+        """The span of the asked type in the claim that answers, when the reader found one."""
+        if self.withheld:
+            return None
+        return next((c["short_answer"] for c in self.claims if c.get("short_answer")), None)
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "question": self.question, "answer": self.answer, "withheld": self.withheld,
+            "question": self.question, "answer": self.answer, "short_answer": self.short_answer,
+            "withheld": self.withheld, "refusal": self.refusal.name if self.refusal else None,
             "confidence": round(self.confidence, 4), "path": self.path,
             "evidence": [
                 {"node_id": e.node_id, "label": e.label, "uri": e.uri, "span": [e.start, e.end], "page": e.page,
@@ -358,11 +369,7 @@ def _plan(
     info: dict[int, Chunk] = clock.attempt("candidates", lambda: chunk_info(conn, candidates, vector, titles), {})
     ranking, scores = _rank(hits, reached, info, scorer, named_or_implemented)
     # The question's weighted terms, once: for the portal decision here and for synthesis.
-    inherits: dict[str, list[str]] = {}
-    for i in implements:
-        inherits.setdefault(i.label, []).append(i.standard_label)
-    terms = clock.attempt("terms", lambda: question_terms(conn, question, ts_config, _labels(conn, named), inherits),
-                          None)
+    terms = clock.attempt("terms", lambda: question_terms(conn, question, ts_config, _labels(conn, named)), None)
     coverage = 1.0 if terms is None else clock.attempt(
         "coverage", lambda: coverage_of(conn, terms, _texts(ranking[:k], info), ts_config), 1.0)
     low = coverage < LOW_COVERAGE and not portals and policy.portal_preference == "auto" and not policy.local_only
@@ -390,7 +397,9 @@ def _plan(
 
     def synthesized(links: Sequence[tuple[int, int, int, str]]) -> Synthesis:
         return synthesize(conn, question, evidence, _chains(evidence, by_node, links), ts_config=ts_config,
-                          synthesizer=synthesizer, terms=terms)
+                          synthesizer=synthesizer, terms=terms, similarity=similar, bridges=policy.max_hops >= 2)
+
+    similar = SentenceSimilarity(embedder, vector) if embedder is not None else None
 
     synthesis = None if terms is None else clock.attempt("synthesis", partial(synthesized, links), None)
     # The answer may stop at a bridge ("... caused by Key Vault"), or a withheld draft may name
@@ -399,7 +408,7 @@ def _plan(
     # under a three-hop budget answered 7 more musique questions, 6 of them wrongly).
     mentioned = [*(node for node, _ in concepts), *(i.standard for i in implements)]
     for _ in range(policy.max_hops // 2):
-        if synthesis is None or not (synthesis.claims or synthesis.draft):
+        if synthesis is None or not (synthesis.claims or synthesis.draft) or synthesis.refusal in HARD_REFUSALS:
             break
         bridge = clock.attempt("bridge", partial(bridges.follow, conn, mentioned, synthesis, evidence, by_node, info,
                                                  vector, policy, ts_config), None)
@@ -417,17 +426,7 @@ def _plan(
         links = clock.attempt("links", partial(_definitions, conn, evidence), links)
         synthesis = clock.attempt("synthesis", partial(synthesized, links), synthesis)
     if synthesis is None:
-        synthesis = Synthesis(None, True, 0.0, [], 0.0, [], ["answer withheld: no time left to synthesize"])
-    # Claims quoting a standard for what the question names lead with the edge saying it applies
-    # ("Analytics Warehouse implements the Data Retention Standard"), when no claim says so.
-    for applied in [i for i in implements if (i.label, i.standard_label) in synthesis.inherited]:
-        linked = clock.attempt("implements_link", partial(
-            relations.lead_with, conn, applied.edge, (applied.node, applied.standard), synthesis, evidence, vector,
-            policy.max_tokens), None)
-        if linked is not None:
-            evidence, synthesis, link_paths = linked
-            by_node.update(link_paths)
-            tokens = sum(len(e.text.split()) for e in evidence)
+        synthesis = Synthesis(None, True, 0.0, [], 0.0, [], [Refusal.NO_TIME.message()], refusal=Refusal.NO_TIME)
     # "Which team / system / decision / incident …": the chain of typed relations from what the
     # question names to a node of that kind answers it, when one covers the question; its edges'
     # spans are the claims and the chain is the path. The opening is read before a stage opens:
@@ -446,8 +445,8 @@ def _plan(
     cited = list({c["evidence"]: evidence[c["evidence"]] for c in synthesis.claims
                   if c.get("evidence") is not None}.values())
     # The ranking leads with the chunks the answer (or its withheld draft) quotes.
-    quoted = [evidence[c["evidence"]].node_id for c in synthesis.claims or synthesis.draft
-              if c.get("evidence") is not None]
+    drafted = [] if synthesis.refusal in HARD_REFUSALS else synthesis.draft
+    quoted = [evidence[c["evidence"]].node_id for c in synthesis.claims or drafted if c.get("evidence") is not None]
     ranking = list(dict.fromkeys([*quoted, *ranking]))
     # The path behind the answer: the evidence its claims cite (all evidence with `explain`, the
     # two best items when nothing is cited).
@@ -491,10 +490,11 @@ def _plan(
         "reached_chunks": len(scores), "coverage": round(synthesis.coverage, 4), "missing_terms": synthesis.missing,
         "answer_type": kind.name if (kind := expected_type(question)) else None,
         "contradictions": contradictions, "timings": clock.timings, "degraded": clock.degraded,
+        "signals": synthesis.signals, "draft": cited_text(synthesis.draft) if synthesis.withheld else None,
         "shard_crossings": sum(1 for hop in path if hop.get("shard_crossing")),
     }
     return Answer(question, synthesis.answer, synthesis.withheld, synthesis.confidence, path, evidence,
-                  synthesis.claims, notes, budget, diagnostics, ranking)
+                  synthesis.claims, notes, budget, diagnostics, ranking, refusal=synthesis.refusal)
 
 
 def _count(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> int:

@@ -261,31 +261,3 @@ def answer(
 def _claim(quote: Quote, relation: str, citation: int, evidence: int) -> dict[str, Any]:
     return {"text": " ".join(quote.text.split()), "citation": citation, "evidence": evidence, "uri": quote.uri,
             "page": quote.page, "span": [quote.start, quote.end], "support": "supported", "relation": relation}
-
-
-def lead_with(
-    conn: psycopg.Connection, edge_id: int, ends: tuple[int, int], synthesis: Synthesis, evidence: Sequence[Evidence],
-    vector: np.ndarray, max_tokens: int,
-) -> tuple[list[Evidence], Synthesis, dict[int, Reached]] | None:
-    """The answer led by a claim quoting typed edge `edge_id` between the nodes `ends` (the
-    `implements` edge that makes the standard its claims quote apply to what the question names),
-    the chunk stating it added to the evidence within `max_tokens`, and that chunk's path (the
-    edge); None when the edge has no span in a chunk or its chunk does not fit."""
-    hop = typed_edges(conn, [edge_id]).get(edge_id)
-    if hop is None or hop.chunk is None or synthesis.answer is None:
-        return None
-    items = list(evidence)
-    at = next((i for i, e in enumerate(items) if e.node_id == hop.chunk), None)
-    if at is None:
-        info = chunk_info(conn, [hop.chunk], vector).get(hop.chunk)
-        if info is None or sum(len(e.text.split()) for e in items) + len(info.text.split()) > max_tokens:
-            return None
-        items.append(Evidence(hop.chunk, info.label, info.uri, info.start, info.end, info.page, info.text, 0.0, "walk"))
-        at = len(items) - 1
-    what = f"{hop.src} {hop.type.replace('_', ' ')} {hop.dst}"
-    claims = [_claim(hop, what, 1, at), *({**c, "citation": c["citation"] + 1} for c in synthesis.claims)]
-    text = cited_text(claims)
-    reach = {hop.chunk: Reached(hop.chunk, 1, list(ends), [hop.type], ["out"],
-                                ["the source states that the standard quoted applies to it"], hop.confidence, None,
-                                hop.confidence, 1)}
-    return items, replace(synthesis, answer=text, claims=claims), reach

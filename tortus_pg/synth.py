@@ -1,11 +1,12 @@
 """Grounded synthesis: an answer only from selected evidence, or an honest refusal.
 
-Extractive by default: sentences are chosen from the evidence spans, each claim citing the
-exact span it copies. The question's terms are weighted by their IDF in the tenant's BM25
-statistics (a term the corpus never uses weighs the most), and the answer is withheld when
-the evidence covers less than half of that weight, or misses an identifier the question
-names (an error code, clause or version must match exactly). An optional LLM synthesizer
-writes the answer instead; its claims are checked against the evidence they cite.
+Extractive by default: the evidence chain's reader (`query.read`) chooses sentences of the
+evidence, each claim citing the exact span it copies. The question's terms are weighted by
+their IDF in the tenant's BM25 statistics (a term the corpus never uses weighs the most). The
+answer is withheld when its support (`query.support`, calibrated on public data) is below the
+threshold, or when the evidence misses an identifier the question names (an error code,
+clause or version must match exactly). An optional LLM synthesizer writes the answer instead;
+its claims are checked against the evidence they cite.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from typing import Any, Protocol
 import psycopg
 
 from tortus_pg.answer_type import AnswerType, expected_type
-from tortus_pg.ingest.chunking import line_blocks, sentence_spans
+from tortus_pg.ingest.chunking import sentence_spans
+from tortus_pg.query.read import Sentence, read_chain
+from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
+from tortus_pg.query.support import THRESHOLD, model_for
 
 _PUNCTUATION = "\"'()[]{}<>,;:!?."
-SUPPORTED = 0.5  # share of the question's weight the evidence must cover
-ASKED_SUPPORT = 1 / 3  # share of the weight of what the question asks about its subject that claims must cover
-MAX_CLAIMS = 3
+SUPPORTED = 0.5  # share of the question's weight a relation chain, or the LLM synthesizer's evidence, must cover
 # Words that frame a question rather than say what it is about.
 FRAME_WORDS = frozenset(
     ["say", "mean", "tell", "describ", "explain", "requir", "indic", "happen", "know", "call", "name", "doe", "like",
@@ -56,10 +58,6 @@ class Terms:
     identifiers: frozenset[str]
     names: dict[str, frozenset[str]] = field(default_factory=dict)
     spelled: dict[str, str] = field(default_factory=dict)  # identifier lexeme -> as the question writes it
-    # name -> label -> lexemes of each standard, clause or decision the named thing implements
-    # (an `implements` edge): what such a text requires applies to the named thing.
-    inherits: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
-    unseen: frozenset[str] = frozenset()  # question terms no document of the corpus uses
 
     @property
     def total(self) -> float:
@@ -77,28 +75,20 @@ class Terms:
 
 def question_terms(
     conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = (),
-    inherits: Mapping[str, Sequence[str]] | None = None,
 ) -> Terms:
-    """Lexemes of the question (minus framing words) weighted by IDF (unseen terms weigh most),
-    the lexemes of the `names` the question is about, and of what each name implements
-    (`inherits`: name -> labels)."""
+    """Lexemes of the question (minus framing words) weighted by IDF (terms no document uses weigh most),
+    and the lexemes of the `names` the question is about."""
     rows = conn.execute(_TERMS, {"q": question, "cfg": ts_config}).fetchall()
     weights = {}
     for lexeme, df, n, _ in rows:
         if lexeme in FRAME_WORDS:
             continue
         weights[lexeme] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    inherits = inherits or {}
-    implemented = sorted({label for labels in inherits.values() for label in labels})
-    found = dict(zip([*names, *implemented], lexemes(conn, [*names, *implemented], ts_config), strict=True))
+    found = dict(zip(names, lexemes(conn, names, ts_config), strict=True))
     identifiers = frozenset(r[0] for r in rows if r[3])
     tokens = [t.strip(_PUNCTUATION) for t in question.split()]
     spelled = {i: next((t for t in tokens if i in t.casefold()), i) for i in identifiers}
-    inherited = {name: {label: frozenset(found[label]) for label in labels if found[label]}
-                 for name, labels in inherits.items() if name in names and found[name]}
-    unseen = frozenset(r[0] for r in rows if r[0] in weights and not r[1])
-    return Terms(weights, identifiers, {n: frozenset(found[n]) for n in names if found[n]}, spelled,
-                 {name: sets for name, sets in inherited.items() if sets}, unseen)
+    return Terms(weights, identifiers, {n: frozenset(found[n]) for n in names if found[n]}, spelled)
 
 
 LEXEME_CACHE = 5_000  # texts whose lexemes are remembered (per database and configuration)
@@ -159,13 +149,26 @@ class Synthesis:
     warnings: list[str] = field(default_factory=list)
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
     draft: list[dict[str, Any]] = field(default_factory=list)  # claims of an answer withheld for low coverage
-    # (name, standard): the claims quote a standard that the named thing implements, and no claim names it
-    inherited: list[tuple[str, str]] = field(default_factory=list)
+    # What the abstention decision can read of the claims (answered or drafted): the chain's and
+    # the claims' coverage of the question, the best claim's dense similarity, whether a claim
+    # gives the asked type, whether the rule checks passed.
+    signals: dict[str, float] = field(default_factory=dict)
+    refusal: Refusal | None = None  # why it is withheld
 
 
 def cited_text(claims: Sequence[Mapping[str, Any]]) -> str:
     """An answer's text: each claim followed by its citation number ("… [1] … [2]")."""
     return " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+
+
+class Similarity(Protocol):
+    """Each text's similarity to the question (cosine of embeddings), by the named embedder."""
+
+    @property
+    def name(self) -> str: ...
+
+    def __call__(self, texts: Sequence[str]) -> Sequence[float]: ...
+
 
 
 class Synthesizer(Protocol):
@@ -196,15 +199,32 @@ def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
     return out
 
 
-def _refusal(terms: Terms, found: set[str], coverage: float) -> str | None:
+Verdict = tuple[Refusal, str] | None  # why an answer is withheld, with the detail its message names
+
+
+def _missing_identifiers(terms: Terms, found: set[str]) -> Verdict:
     missing_ids = sorted({terms.spelled.get(i, i) for i in terms.identifiers - found})
-    if missing_ids:
-        return f"no evidence mentions {', '.join(missing_ids)}"
+    return (Refusal.MISSING_IDENTIFIER, ", ".join(missing_ids)) if missing_ids else None
+
+
+def _untyped(kind: AnswerType | None, claims: Sequence[Mapping[str, Any]]) -> Verdict:
+    """A question asking for a checkable value (a time, a sum, a duration, an amount) that no
+    claim gives is not answered, however well the claims match it."""
+    if kind is None or not kind.required or any(kind.given_by(c["text"]) for c in claims):
+        return None
+    return Refusal.NO_VALUE_OF_TYPE, kind.name
+
+
+def _refusal(terms: Terms, found: set[str], coverage: float) -> Verdict:
+    """The LLM synthesizer's checks before the model is asked: every identifier and named thing
+    of the question in the evidence, and half of its weight covered."""
     unnamed = sorted(name for name, words in terms.names.items() if not words <= found)
+    if verdict := _missing_identifiers(terms, found):
+        return verdict
     if unnamed:
-        return f"no evidence about {', '.join(unnamed)} answers it"
+        return Refusal.MISSING_NAME, ", ".join(unnamed)
     if coverage < SUPPORTED:
-        return f"the evidence covers {coverage:.0%} of what the question asks (at least {SUPPORTED:.0%} needed)"
+        return Refusal.LOW_SUPPORT, f"{coverage:.0%} of the question's weight, at least {SUPPORTED:.0%} needed"
     return None
 
 
@@ -221,81 +241,6 @@ def _opens_with(conn: psycopg.Connection, sentences: Sequence[str], subject: set
         return [False] * len(sentences)
     openings = [" ".join(s.lstrip("|-*# ").split()[:3]) for s in sentences]
     return [bool(found & subject) for found in lexemes(conn, openings, ts_config)]
-
-
-_IDENTIFIERS = "select tortus.identifier_lexemes(%(t)s, %(cfg)s::regconfig)"
-_TWO_DIGITS = re.compile(r"\d\D*\d")  # an identifier has at least two (tortus.identifier_lexemes)
-
-
-def _bridged(conn: psycopg.Connection, claim: str, terms: Terms, ts_config: str) -> set[str]:
-    """The identifiers a claim names and the question does not: what the claim resolves the
-    question's description to ("Merchants received E-1042" for "the error code that merchants
-    received")."""
-    if not _TWO_DIGITS.search(claim):  # most claims: no round trip
-        return set()
-    row = conn.execute(_IDENTIFIERS, {"t": claim, "cfg": ts_config}).fetchone()
-    return set(row[0] if row else []) - terms.identifiers
-
-
-def _unasked(terms: Terms, said: set[str]) -> str | None:
-    """Why the quoted sentences do not answer: they never mention a thing or an identifier the
-    question names (the p99 target of another service is no answer about Ledger Service, an
-    error code's row no answer about the incident it does not name), or they are about
-    what it names (its identifiers and named things) but say too little of what it asks about
-    them ("how much does the Feature Store cost" answered by sentences about the Feature Store)."""
-    unsaid = sorted(name for name, words in terms.names.items() if not words <= said)
-    unsaid += sorted({terms.spelled.get(i, i) for i in terms.identifiers - said})
-    if unsaid:
-        return f"the sentences that match the question do not mention {', '.join(unsaid)}"
-    subject = set(terms.identifiers).union(*terms.names.values())
-    asked = {t: w for t, w in terms.weights.items() if t not in subject}
-    total = sum(asked.values())
-    if not subject or not total or sum(w for t, w in asked.items() if t in said) >= ASKED_SUPPORT * total:
-        return None
-    wanted = sorted((t for t in asked if t not in said), key=lambda t: -asked[t])
-    return f"the evidence is about what the question names but not what it asks ({', '.join(wanted[:4])})"
-
-
-_POSITIONS = """
-select x.i, t.lexeme, t.positions
-from unnest(%(texts)s::text[]) with ordinality as x(t, i)
-cross join lateral unnest(to_tsvector(%(cfg)s::regconfig, x.t)) as t
-"""
-
-
-def _another_compound(
-    conn: psycopg.Connection, question: str, claims: Sequence[dict[str, Any]], terms: Terms, covered: set[str],
-    ts_config: str,
-) -> str | None:
-    """Why the claims name another thing than the question: a question word that no document
-    uses stands between two words that a claim has with one to three other words between them
-    ("chief executive officer" against "Chief Information Security Officer"). The claims then
-    speak of another title, name or term of the same shape, not of the one asked about."""
-    missing = terms.unseen - covered
-    if not missing or not claims:
-        return None
-    at: dict[int, dict[str, list[int]]] = {}
-    for i, lexeme, positions in conn.execute(_POSITIONS, {"texts": [question, *(c["text"] for c in claims)],
-                                                          "cfg": ts_config}).fetchall():
-        at.setdefault(i, {})[lexeme] = list(positions)
-    asked = {p: lexeme for lexeme, positions in at.get(1, {}).items() for p in positions}
-    words = re.findall(r"\w+", question)
-
-    def spelled(lexeme: str) -> str:  # the question's word for a lexeme (stems are mostly prefixes)
-        return next((w for w in words if w.casefold().startswith(lexeme)), lexeme)
-
-    for word in sorted(missing):
-        for p in at.get(1, {}).get(word, []):
-            before, after = asked.get(p - 1), asked.get(p + 1)
-            if before not in terms.weights or after not in terms.weights:
-                continue
-            for claim in range(2, len(claims) + 2):
-                said = at.get(claim, {})
-                if any(2 <= b - a <= 4 for a in said.get(before, []) for b in said.get(after, [])):
-                    first, last = spelled(before), spelled(after)
-                    return (f"the evidence names another {first} … {last} than the {first} {spelled(word)} {last} "
-                            "asked about")
-    return None
 
 
 def best_chain(
@@ -321,158 +266,67 @@ def best_chain(
     return chain, coverage, found
 
 
+def _read(
+    conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+    terms: Terms, ts_config: str, kind: AnswerType | None, similarity: Similarity | None, bridges: bool,
+) -> tuple[list[dict[str, Any]], set[str], float]:
+    """The claims the evidence chain gives (`query.read`), the lexemes they cover, and the best
+    dense similarity of a claim to the question."""
+    sentences = [Sentence(i, start, end, text) for i, start, end, text in _sentences(evidence)]
+    if not sentences:
+        return [], set(), 0.0
+    found = lexemes(conn, [*(s.text for s in sentences), *(e.label for e in evidence)], ts_config)
+    own, headings = found[: len(sentences)], found[len(sentences):]
+    asked = frozenset(w.casefold() for w in re.findall(r"\w+", question))
+    dense = similarity([f"{evidence[s.evidence].label}: {s.text}" for s in sentences]) if similarity else None
+    # Without bridges (a hop budget under two) a chain is one document: crossing to another is a hop.
+    group = {i: n for n, chain in enumerate(chains) for i in chain} if bridges else \
+        {i: hash(e.uri) for i, e in enumerate(evidence)}
+    keyed = _keyed(conn, [s.text for s in sentences], terms, ts_config)
+    reading = read_chain(sentences, own, [headings[s.evidence] for s in sentences], [e.label for e in evidence],
+                         terms.weights, kind, asked, dense, [group.get(i, -1 - i) for i in range(len(evidence))],
+                         keyed, bridges)
+    claims = []
+    for n, j in enumerate(reading.chosen, 1):
+        s = sentences[j]
+        item = evidence[s.evidence]
+        claims.append({
+            "text": s.text, "citation": n, "evidence": s.evidence, "uri": item.uri, "page": item.page,
+            "span": [item.start + s.start, item.start + s.end], "support": "supported",
+            "matched_terms": sorted(t for t in own[j] | headings[s.evidence] if t in terms.weights),
+            **({"short_answer": reading.short} if j == reading.answer and reading.short else {}),
+        })
+    best = max((dense[j] for j in reading.chosen), default=0.0) if dense else 0.0
+    return claims, set(reading.covered), best
+
+
 def extractive(
     conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
-    terms: Terms, ts_config: str = "english",
+    terms: Terms, ts_config: str = "english", similarity: Similarity | None = None, bridges: bool = True,
 ) -> Synthesis:
-    """Quote up to MAX_CLAIMS sentences of the best chain that together cover the question best.
-    When the chain covers too little of the question, the answer is withheld but the sentences
-    are kept as a draft: the engine may follow a bridge they name to the rest of the answer."""
-    chain, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
+    """Read the evidence chain (`query.read`) and answer with its sentences when the support
+    model (`query.support`) finds them supported enough; otherwise withhold them as a draft (the
+    engine may follow a bridge they name to the rest of the answer). Checks of form withhold
+    whatever the support: an identifier the question names that no evidence mentions, a value
+    the question asks for (a time, a sum …) that no claim gives."""
+    _, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
     missing = sorted(t for t in terms.weights if t not in found)
-    named_missing = _refusal(terms, found, 1.0)  # an identifier or a named thing: nothing to draft
-    if named_missing is not None:
-        return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {named_missing}"])
-    why = _refusal(terms, found, coverage)
     kind = expected_type(question)
-    claims, covered, inherited = _quote(conn, evidence, chain, terms, ts_config, kind)
+    claims, covered, dense = _read(conn, question, evidence, chains, terms, ts_config, kind, similarity, bridges)
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
-    why = why or ("no sentence matches the question" if not claims else _unasked(terms, covered))
-    if why is None and kind is not None and not any(kind.given_by(c["text"]) for c in claims):
-        why = f"the question asks for {kind.name} and no sentence that matches it gives one"
-    if why is None:
-        why = _another_compound(conn, question, claims, terms, covered, ts_config)
-    if why is not None:
-        return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {why}"],
-                         missing_from_claims=uncovered, draft=claims)
-    answer = cited_text(claims)
-    confidence = round(coverage * terms.covered(covered) ** 0.5, 4)
-    return Synthesis(answer, False, confidence, claims, coverage, missing, missing_from_claims=uncovered,
-                     inherited=inherited)
-
-
-def _quote(
-    conn: psycopg.Connection, evidence: Sequence[Source], chain: Sequence[int], terms: Terms, ts_config: str,
-    kind: AnswerType | None = None,
-) -> tuple[list[dict[str, Any]], set[str], list[tuple[str, str]]]:
-    """The claims quoted from `chain`, chosen greedily by the question weight each adds, the
-    lexemes they cover, and the (name, standard) pairs they speak for only by inheritance. When the
-    question asks for a `kind` of answer (a time, an amount), a sentence giving one joins them:
-    the one right after a claim in its clause, else the one matching the question best."""
-    sentences = [(chain[i], start, end, text) for i, start, end, text in _sentences([evidence[i] for i in chain])]
-    if not sentences:
-        return [], set(), []
-    # A sentence is read in the context of its heading path ("clause 7.3.2" heads its text).
-    # It must match the question itself, though: a table row matching only its table's heading
-    # says nothing the question asks.
-    texts = [evidence[i].text for i in chain] if terms.inherits else []  # only read to inherit
-    found = lexemes(conn, [*(evidence[i].label for i in chain), *texts], ts_config)
-    heading_of = dict(zip(chain, found[: len(chain)], strict=True))
-    text_of = dict(zip(chain, found[len(chain) :] or [set()] * len(chain), strict=True))
-    # What a named thing implements applies to it: a section of the standard or decision it
-    # implements that never names it speaks of it too.
-    speaks_for = {i: [(name, label) for name, standards in terms.inherits.items()
-                      for label, standard in standards.items()
-                      if standard <= heading and not terms.names[name] <= text_of[i]]
-                  for i, heading in heading_of.items()}
-    context_of = {i: heading.union(*(terms.names[name] for name, _ in speaks_for[i]))
-                  for i, heading in heading_of.items()}
-    own = lexemes(conn, [s[3] for s in sentences], ts_config)
-    sets = [found_in | context_of[s[0]] if found_in & terms.weights.keys() else set()
-            for found_in, s in zip(own, sentences, strict=True)]
-    keyed = _keyed(conn, [s[3] for s in sentences], terms, ts_config)
-    typed = [kind is not None and kind.given_by(s[3]) for s in sentences]
-    measured = kind is not None and kind.measured
-    values = [_value_after(evidence, sentences, j, typed) if measured else None for j in range(len(sentences))]
-    chosen: list[int] = []
-    covered: set[str] = set()
-    resolves = [False] * len(sentences)
-    value: int | None = None  # the sentence quoted for the value its clause gives
-    while len(chosen) < MAX_CLAIMS:
-        # Of sentences matching alike, the one giving the measure asked (or followed by it) goes
-        # first. Once a clause's value is quoted, another value of that kind is no answer.
-        gains = [(resolves[j], terms.weight(sets[j] - covered), measured and (typed[j] or values[j] is not None),
-                  keyed[j], -j)
-                 for j in range(len(sentences)) if j not in chosen and not (value is not None and typed[j])]
-        if not gains:
-            break
-        resolved, gain, _, _, neg_j = max(gains)
-        if not resolved and (gain <= 0 or (chosen and gain < 0.1 * terms.total)):
-            break
-        pick = -neg_j
-        chosen.append(pick)
-        covered |= sets[pick]
-        follows = values[pick]
-        if value is None and follows is not None and follows not in chosen and len(chosen) < MAX_CLAIMS:
-            value = follows
-            chosen.append(follows)
-            covered |= own[follows]
-        if pick == chosen[0]:
-            resolves = _resolutions(conn, sentences, own, context_of, sets, pick, terms, ts_config)
-    if chosen and not any(typed[j] for j in chosen):
-        giving = [(terms.weight(sets[j]), keyed[j], -j) for j in range(len(sentences)) if sets[j] and typed[j]]
-        if giving:
-            chosen.append(-max(giving)[2])
-            covered |= sets[chosen[-1]]
-    # A named thing the claims do not mention may implement what they quote ("Token Service
-    # implements clause 7.3.2" beside clause 7.3.2's text): the chain's sentence that says so
-    # joins the claims, as the reason the quoted requirement applies to it.
-    said = set().union(*(own[j] | heading_of[sentences[j][0]] for j in chosen)) if chosen else set()
-    for name, words in terms.names.items():
-        standard = next((w for w in terms.inherits.get(name, {}).values() if w <= covered), None)
-        if chosen and not words <= said and standard is not None:
-            link = next((j for j in range(len(sentences)) if j not in chosen and words | standard <= own[j]), None)
-            if link is not None:
-                chosen.append(link)
-                covered |= own[link]
-                said |= own[link]
-    unsaid = {name for name, words in terms.names.items() if words <= covered and not words <= said}
-    inherited = list(dict.fromkeys(pair for j in chosen for pair in speaks_for[sentences[j][0]] if pair[0] in unsaid))
-    chosen.sort(key=lambda j: (sentences[j][0], sentences[j][1]))
-    claims = []
-    for n, j in enumerate(chosen, 1):
-        i, start, end, text = sentences[j]
-        item = evidence[i]
-        claims.append({
-            "text": text, "citation": n, "evidence": i, "uri": item.uri, "page": item.page,
-            "span": [item.start + start, item.start + end], "support": "supported",
-            "matched_terms": sorted(t for t in sets[j] if t in terms.weights),
-        })
-    return claims, covered, inherited
-
-
-def _value_after(
-    evidence: Sequence[Source], sentences: Sequence[tuple[int, int, int, str]], j: int, typed: Sequence[bool],
-) -> int | None:
-    """The sentence that gives the asked kind of answer right after claim `j` in the same
-    paragraph or clause, when `j` gives none: a clause's value may follow its subject in a
-    sentence of its own ("Ledger entries, payment records … Retained for 10 years …"). Only for
-    measured kinds (a duration, a sum): a narrative's next sentence often has a year or an
-    "every" that answers nothing."""
-    nxt = j + 1
-    if typed[j] or nxt >= len(sentences) or not typed[nxt] or sentences[nxt][0] != sentences[j][0]:
-        return None
-    text = evidence[sentences[j][0]].text
-    block = next(b for b in line_blocks(text, 0, len(text)) if b[0] <= sentences[j][1] < b[1])
-    return nxt if sentences[nxt][1] < block[1] else None
-
-
-def _resolutions(
-    conn: psycopg.Connection, sentences: Sequence[tuple[int, int, int, str]], own: Sequence[set[str]],
-    context_of: Mapping[int, set[str]], sets: list[set[str]], first: int, terms: Terms, ts_config: str,
-) -> list[bool]:
-    """Which sentences say what the first claim resolves the question to: when that claim names
-    an identifier the question does not (a bridge), a sentence of another chunk of the chain that
-    opens with it is the statement about it ("E-1042 | Upstream TLS handshake failed" after
-    "Merchants received E-1042"). It shares no word with the question, so it is read in its
-    heading's context (`sets` is updated) and quoted next; one is enough."""
-    bridged = _bridged(conn, sentences[first][3], terms, ts_config)
-    opens = _opens_with(conn, [s[3] for s in sentences], bridged, ts_config)
-    best = next((j for j, s in enumerate(sentences) if opens[j] and s[0] != sentences[first][0]), None)
-    if best is None:
-        return [False] * len(sentences)
-    sets[best] = own[best] | context_of[sentences[best][0]]
-    return [j == best for j in range(len(sentences))]
+    signals = {"coverage": coverage, "named": float(bool(terms.names)), **({"dense": dense} if similarity else {})}
+    supported = model_for(similarity.name if similarity else None).support(signals)
+    verdict = _missing_identifiers(terms, found) or (None if claims else (Refusal.NO_SENTENCE, "")) \
+        or _untyped(kind, claims)
+    if verdict is None and supported < THRESHOLD:
+        verdict = Refusal.LOW_SUPPORT, f"support {supported:.2f}, {THRESHOLD:.2f} needed"
+    if verdict is not None:
+        refusal, detail = verdict
+        confidence = 0.0 if refusal in CHECKS_OF_FORM else supported
+        return Synthesis(None, True, confidence, [], coverage, missing, [refusal.message(detail)],
+                         missing_from_claims=uncovered, draft=claims, signals=signals, refusal=refusal)
+    return Synthesis(cited_text(claims), False, supported, claims, coverage, missing, missing_from_claims=uncovered,
+                     signals=signals)
 
 
 def synthesize(
@@ -485,13 +339,19 @@ def synthesize(
     synthesizer: Synthesizer | None = None,
     names: Sequence[str] = (),
     terms: Terms | None = None,
+    similarity: Similarity | None = None,
+    bridges: bool = True,
 ) -> Synthesis:
     """An answer from `evidence` alone (extractive unless another synthesizer is given); `chains`
     groups evidence that may answer together (default: all of it); `names` are what the question
-    is about, which the answering chain must mention; `terms` the question's, when already known."""
+    is about, which the answering chain must mention; `terms` the question's, when already known;
+    `similarity` scores texts against the question for the reader; without `bridges` (a hop
+    budget under two) the reader follows none."""
     terms = terms or question_terms(conn, question, ts_config, names)
     groups = chains if chains is not None else [list(range(len(evidence)))]
-    return (synthesizer or extractive)(conn, question, evidence, groups, terms, ts_config)
+    if synthesizer is not None:
+        return synthesizer(conn, question, evidence, groups, terms, ts_config)
+    return extractive(conn, question, evidence, groups, terms, ts_config, similarity, bridges)
 
 
 _LLM_SYSTEM = """Answer the question only from the numbered evidence. Every claim must cite the \
@@ -541,16 +401,18 @@ class LLMSynthesizer:
     ) -> Synthesis:
         chain, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
         missing = sorted(t for t in terms.weights if t not in found)
-        why = _refusal(terms, found, coverage)
-        if why is not None:
-            return Synthesis(None, True, 0.0, [], coverage, missing, [f"answer withheld: {why}"])
+        verdict = _refusal(terms, found, coverage)
+        if verdict is not None:
+            refusal, detail = verdict
+            return Synthesis(None, True, 0.0, [], coverage, missing, [refusal.message(detail)], refusal=refusal)
         numbered = "\n\n".join(f"[{n}] {evidence[i].text}" for n, i in enumerate(chain, 1))
         reply = self.model.complete_json(
             _LLM_SYSTEM, f"Question: {question}\n\nEvidence:\n{numbered}", _LLM_SCHEMA, schema_name="grounded_answer"
         )
         drafted = [c for c in reply["claims"] if c["text"].strip()]
         if not reply["answerable"] or not drafted:
-            return Synthesis(None, True, 0.0, [], coverage, missing, ["answer withheld: the model found no answer"])
+            return Synthesis(None, True, 0.0, [], coverage, missing, [Refusal.MODEL_DECLINED.message()],
+                             refusal=Refusal.MODEL_DECLINED)
         claim_sets = lexemes(conn, [c["text"] for c in drafted], ts_config)
         cited_sets = lexemes(conn, [evidence[i].text for i in chain], ts_config)
         claims, notes = [], []
@@ -569,13 +431,13 @@ class LLMSynthesizer:
                 "support": "supported" if supported else "unsupported", "support_share": round(share, 3),
             })
         if not any(c["support"] == "supported" for c in claims):
-            return Synthesis(None, True, 0.0, claims, coverage, missing,
-                             ["answer withheld: no claim of the model is supported by the evidence", *notes])
+            return Synthesis(None, True, 0.0, claims, coverage, missing, [Refusal.MODEL_UNSUPPORTED.message(), *notes],
+                             refusal=Refusal.MODEL_UNSUPPORTED)
         kind = expected_type(question)
-        if kind is not None and not any(kind.given_by(c["text"]) for c in claims if c["support"] == "supported"):
+        if kind is not None and kind.required and not any(kind.given_by(c["text"]) for c in claims
+                                                          if c["support"] == "supported"):
             return Synthesis(None, True, 0.0, claims, coverage, missing,
-                             [f"answer withheld: the question asks for {kind.name} and no supported claim gives one",
-                              *notes])
+                             [Refusal.NO_VALUE_OF_TYPE.message(kind.name), *notes], refusal=Refusal.NO_VALUE_OF_TYPE)
         answer = cited_text(claims)
         supported_share = sum(c["support"] == "supported" for c in claims) / len(claims)
         return Synthesis(answer, False, round(coverage * supported_share, 4), claims, coverage, missing, notes)

@@ -1,0 +1,101 @@
+"""The evidence-chain reader, on fixtures written for it (no corpus statistics: lexemes are words)."""
+
+from __future__ import annotations
+
+import re
+
+from tortus_pg.answer_type import expected_type
+from tortus_pg.query.read import Sentence, read_chain
+
+
+def words(text: str) -> set[str]:
+    return {w.casefold() for w in re.findall(r"\w[\w.-]*\w|\w", text)}
+
+
+def read(question: str, items: list[tuple[str, list[str]]], weights: dict[str, float] | None = None,
+         dense: list[float] | None = None, groups: list[int] | None = None) -> tuple[list[str], str | None]:
+    """Read `items` (heading path, sentences) for `question`; the quoted texts and the short answer."""
+    sentences = [Sentence(i, 0, len(t), t) for i, (_, texts) in enumerate(items) for t in texts]
+    labels = [label for label, _ in items]
+    asked = frozenset(words(question))
+    weights = weights or dict.fromkeys(asked - {"who", "what", "which", "the", "of", "is", "does", "how"}, 1.0)
+    reading = read_chain(sentences, [words(s.text) for s in sentences], [words(labels[s.evidence]) for s in sentences],
+                         labels, weights, expected_type(question), asked, dense, groups)
+    return [sentences[j].text for j in reading.chosen], reading.short
+
+
+def test_the_first_statement_names_a_bridge_and_the_document_about_it_answers() -> None:
+    question = "Who leads the team that owns Waypoint?"
+    quoted, short = read(question, [
+        ("Waypoint > Ownership", ["Waypoint is owned by Network Optimisation.", "Waypoint plans routes nightly."]),
+        ("Network Optimisation > People", ["The team is led by Dario Feltham.", "Most of the team sits in Leeds."]),
+        ("Fleet Data > People", ["The team is led by Bartosz Wierzbicki."]),
+    ])
+    assert quoted[:2] == ["Waypoint is owned by Network Optimisation.", "The team is led by Dario Feltham."]
+    assert "The team is led by Bartosz Wierzbicki." not in quoted  # a team no statement leads to
+    assert short == "Dario Feltham"
+
+
+def test_a_sentence_opening_with_the_bridge_is_about_it() -> None:
+    question = "What did merchants see during INC-7?"
+    quoted, short = read(question, [
+        ("INC-7 > Summary", ["Merchants saw E-1042 during INC-7."]),
+        ("Error codes", ["| E-1090 | Merchant account suspended |", "| E-1042 | Upstream TLS handshake failed |"]),
+    ])
+    assert quoted == ["Merchants saw E-1042 during INC-7.", "| E-1042 | Upstream TLS handshake failed |"]
+
+
+def test_a_sentence_that_adds_nothing_of_its_own_does_not_join() -> None:
+    question = "Which error did merchants receive?"
+    quoted, _ = read(question, [
+        ("Error codes > Risk errors", ["| E-3301 | Risk score unavailable | Yes |"]),
+        ("INC-7 > Impact", ["Merchants received E-1042 responses."]),
+    ])
+    assert quoted == ["Merchants received E-1042 responses."]
+
+
+def test_the_value_a_checkable_type_asks_for_joins_the_first_statement() -> None:
+    question = "When did ADR-11 move cluster A to NVMe drives?"
+    quoted, short = read(question, [
+        ("ADR-11 > Decision", ["ADR-11 did move cluster A to NVMe drives.", "The move finished on 12 May 2025.",
+                               "Nobody liked the old disks."]),
+    ], weights={"adr-11": 1.0, "move": 1.0, "cluster": 1.0, "nvme": 1.0, "drives": 1.0})
+    assert quoted == ["ADR-11 did move cluster A to NVMe drives.", "The move finished on 12 May 2025."]
+    assert short == "12 May 2025"
+
+
+def test_outside_the_first_statements_group_only_a_bridge_joins() -> None:
+    question = "Which store holds the gateway's dedup keys for exports?"
+    weights = {"gateway": 3.0, "dedup": 1.0, "keys": 1.0, "redis": 1.0, "exports": 1.0}
+    items = [("Gateway > Storage", ["The gateway keeps dedup keys in Redis."]),
+             ("Other > Notes", ["Dedup keys for exports are kept for 3 days."])]
+    together, _ = read(question, items, weights, groups=[0, 0])
+    apart, _ = read(question, items, weights, groups=[0, 1])
+    assert len(together) == 2 and apart == ["The gateway keeps dedup keys in Redis."]
+
+
+def test_dense_similarity_picks_the_paraphrase_among_equal_matches() -> None:
+    question = "Who heads the group?"
+    items = [("Group", ["Lead: Ana Silva.", "Founded: Tom Ng."])]
+    quoted, short = read(question, items, weights={"group": 1.0}, dense=[0.2, 0.6])
+    assert quoted[0] == "Founded: Tom Ng." and short == "Tom Ng"
+    quoted, short = read(question, items, weights={"group": 1.0}, dense=[0.6, 0.2])
+    assert quoted[0] == "Lead: Ana Silva." and short == "Ana Silva"
+
+
+def test_no_sentences_no_reading() -> None:
+    quoted, short = read("Who?", [])
+    assert quoted == [] and short is None
+
+
+def test_of_equal_matches_the_statement_whose_subject_the_question_names_comes_first() -> None:
+    question = "What does clause 7.3.2 say?"
+    items = [("Policy > clause 8.2", ["Version 3.1 shortened the period in clause 7.3.2."]),
+             ("Policy > clause 7.3.2", ["7.3.2 Signing keys are rotated every 90 days."])]
+    sentences = [Sentence(i, 0, len(t), t) for i, (_, texts) in enumerate(items) for t in texts]
+    weights = {"clause": 1.0, "7.3.2": 2.0}
+    own = [words(s.text) for s in sentences]
+    context = [words(items[s.evidence][0]) for s in sentences]
+    args = (sentences, own, context, [label for label, _ in items], weights, None, frozenset(words(question)))
+    assert read_chain(*args, keyed=[False, True]).chosen[0] == 1
+    assert read_chain(*args, dense=[0.2, 0.1], keyed=[False, True]).chosen[0] == 1

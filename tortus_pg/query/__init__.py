@@ -1,0 +1,1 @@
+"""The query side: the stages that turn a question into an answer."""
