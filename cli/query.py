@@ -105,10 +105,11 @@ def _quote(text: str, limit: int = 160) -> str:
 
 def _render(result: Answer, explain: bool) -> None:
     if result.withheld:
-        console.print("[bold yellow]Not enough source-backed evidence to answer.[/]")
+        console.print(f"[bold yellow]Not enough source-backed evidence to answer[/] (support {result.confidence:.2f}).")
     else:
         console.print(f"[bold]{result.answer}[/]")
-        console.print(f"confidence {result.confidence:.2f}")
+        short = f"short answer: {result.short_answer}; " if result.short_answer else ""
+        console.print(f"{short}confidence {result.confidence:.2f}")
         for claim in result.claims:
             page = f" p.{claim['page']}" if claim.get("page") else ""
             console.print(f"  [{claim['citation']}] {claim['uri']}{page} chars {claim['span'][0]}-{claim['span'][1]}")

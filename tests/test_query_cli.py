@@ -7,6 +7,8 @@ from typing import Any
 from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
+from tortus_pg.query.refusal import Refusal
+
 runner = CliRunner()
 
 
@@ -74,8 +76,13 @@ def test_answer_cites_the_clause_and_reports_its_budget(demo: tuple[Path, dict[s
 
 def test_weather_question_is_withheld(demo: tuple[Path, dict[str, str]]) -> None:
     out = query(*demo, "What will the weather be like in Lisbon tomorrow?")
-    assert out["withheld"] and out["answer"] is None and out["claims"] == []
+    assert out["withheld"] and out["answer"] is None and out["claims"] == [] and out["short_answer"] is None
     assert any(w.startswith("answer withheld:") for w in out["warnings"])
+    assert out["refusal"] in {r.name for r in Refusal}
+    ws, env = demo
+    shown = runner.invoke(app, ["--workspace", str(ws), "query", "What will the weather be like in Lisbon tomorrow?"],
+                          env=env)
+    assert shown.exit_code == 0 and "Not enough source-backed evidence to answer (support 0." in shown.output
 
 
 def test_explain_renders_the_path_with_quotes(demo: tuple[Path, dict[str, str]]) -> None:

@@ -99,3 +99,14 @@ def test_of_equal_matches_the_statement_whose_subject_the_question_names_comes_f
     args = (sentences, own, context, [label for label, _ in items], weights, None, frozenset(words(question)))
     assert read_chain(*args, keyed=[False, True]).chosen[0] == 1
     assert read_chain(*args, dense=[0.2, 0.1], keyed=[False, True]).chosen[0] == 1
+
+
+def test_the_short_answer_is_not_the_bridge_the_first_statement_named() -> None:
+    question = "What nationality is the director of Sinister?"
+    quoted, short = read(question, [
+        ("Sinister (film)", ["Sinister is a 2012 horror film directed by Scott Derrickson."]),
+        ("Scott Derrickson", ["Scott Derrickson is an American director."]),
+    ], weights={"nationality": 2.0, "director": 1.0, "sinister": 2.0})
+    assert quoted == ["Sinister is a 2012 horror film directed by Scott Derrickson.",
+                      "Scott Derrickson is an American director."]
+    assert short == "American"

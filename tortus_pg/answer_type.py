@@ -151,7 +151,7 @@ TYPES = (  # the first whose question pattern matches applies
     AnswerType(
         "a place",
         re.compile(r"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:city|country|state|region|town"
-                   r"|county|province|village|place|continent|channel|location|bucket)\b)", re.I),
+                   r"|county|province|village|place|continent|location)\b)", re.I),
         re.compile(_NAME),
         required=False,
     ),

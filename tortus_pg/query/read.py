@@ -110,7 +110,10 @@ def read_chain(
     chosen = order[:MAX_CLAIMS]
     answer = next((j for j in chosen[1:] if typed[j] and about[j]), None)
     answer = answer if answer is not None else next((j for j in chosen if typed[j]), chosen[0])
-    short = values[answer][0] if values[answer] else None
+    # The short answer is new information: not the bridge the first statement already named.
+    known = {n.casefold() for n in names_in(sentences[first].text)} if answer != first else set()
+    fresh = [v for v in values[answer] if v.casefold() not in known]
+    short = next(iter(fresh or values[answer]), None)
     found = frozenset(t for j in chosen for t in sets[j] if t in weights)
     return Reading(chosen, answer, short, found)
 
