@@ -348,3 +348,8 @@ def test_cli_eval_with_twins_prints_and_writes_the_abstention_curve(url: str, tm
     answered = [p["answered_when_answerable"] for p in curve["tortus"]]
     assert withheld == sorted(withheld) and answered == sorted(answered, reverse=True)
     assert {t["id"] for t in doc["twins"]["questions"]} == {q["id"] for q in QUESTIONS}
+    shown = CliRunner().invoke(app, ["--workspace", str(tmp_path), "report", "--eval-json", str(out), "--out",
+                                     str(tmp_path / "report")], env={"TORTUS_DATABASE_URL": url})
+    assert shown.exit_code == 0, shown.output
+    assert "## Abstention curve of `tortus`" in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert (tmp_path / "report" / "abstention-tortus.png").read_bytes()[:4] == b"\x89PNG"

@@ -8,6 +8,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from tortus_pg.errors import InvalidInput
+from tortus_pg.eval import abstention
 
 TABLE_METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5")
 HEADINGS = {"recall@2": "R@2", "recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10", "mrr": "MRR",
@@ -88,6 +89,21 @@ def _abstention(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> lis
     return [*lines, "", *(f"- {c.replace('_', ' ')}: {t}" for c, t in summary["taxonomy"]["abstention"].items()), ""]
 
 
+def _twin_curves(summary: dict[str, Any], out_dir: Path) -> list[str]:
+    """The abstention curve of each answering strategy, when the run asked unanswerable twins."""
+    curves = summary.get("twins", {}).get("abstention_curve", {})
+    lines = []
+    for name, points in curves.items():
+        curve = [abstention.CurvePoint(**p) for p in points]
+        png = abstention.plot(curve, f"{name} on {summary['dataset']}", out_dir / f"abstention-{name}.png")
+        rows = [[f"{p.threshold:.2f}", _f(p.answered_when_answerable), _f(p.answer_match),
+                 _f(p.withheld_when_unanswerable)] for p in curve[::2]]
+        lines += [f"## Abstention curve of `{name}` (answerable questions and their unanswerable twins)", "",
+                  *_table(["support threshold", "answered when answerable", "with the expected text",
+                           "withheld when unanswerable"], rows), "", f"![abstention curve]({png.name})", ""]
+    return lines
+
+
 def _plots(done: dict[str, dict[str, Any]], out_dir: Path) -> None:
     fig = Figure(figsize=(6, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -164,6 +180,7 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         *(f"- {c.replace('_', ' ')}: {text}" for c, text in summary["taxonomy"]["classes"].items()),
         "",
         *_abstention(summary, done),
+        *_twin_curves(summary, out_dir),
         *(["## Plots", "", *(f"![{title}]({name})" for name, title in PLOTS.items()), ""] if done else []),
     ]
     if done:
