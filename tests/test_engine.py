@@ -274,6 +274,16 @@ def test_a_stage_over_its_time_is_cancelled_and_the_transaction_goes_on(engine_u
         assert conn.execute("select count(*) from kept").fetchone() == (1,)
 
 
+def test_a_stage_run_twice_reports_the_time_of_both_runs(engine_url: str) -> None:
+    with connect(engine_url, autocommit=True) as conn, conn.transaction():
+        clock = _Clock(conn, 5_000)
+        clock.attempt("read", lambda: conn.execute("select pg_sleep(0.01)").fetchone(), None)
+        once = clock.timings["read_ms"]
+        clock.attempt("read", lambda: conn.execute("select pg_sleep(0.01)").fetchone(), None)
+        clock.close()
+        assert once >= 10 and clock.timings["read_ms"] >= once + 10
+
+
 def test_an_autocommit_connection_gets_a_transaction_for_the_stages(engine_url: str, embedder: Embedder) -> None:
     def ask_on(conn: psycopg.Connection) -> Answer:
         return answer(conn, CLAUSE, embedder=embedder, store=False)

@@ -133,7 +133,9 @@ class _Clock:
             self.conn.execute("rollback to savepoint tortus_stage")
             raise
         finally:
-            self.timings[f"{name}_ms"] = round((time.perf_counter() - began) * 1000, 2)
+            # A stage that runs more than once (synthesis after each bridge) adds up its time.
+            key = f"{name}_ms"
+            self.timings[key] = round(self.timings.get(key, 0.0) + (time.perf_counter() - began) * 1000, 2)
 
     def close(self) -> None:
         if self.savepoint:
