@@ -75,9 +75,6 @@ class AnswerType:
     name: str  # as a sentence says it: "a time"
     question: re.Pattern[str]  # the question openings that ask for it
     answer: re.Pattern[str]  # what a sentence giving it contains
-    # Whether a sentence giving it states a measure (a number with a unit, a sum of money) rather
-    # than any number or ordering word ("every", "since"), which narrative sentences are full of.
-    measured: bool = False
     # Whether an answer must give one: a time, a sum, a duration or an amount is checkable by its
     # form; a person, place or name is only a reading aid (capitalised words are everywhere).
     required: bool = True
@@ -127,14 +124,12 @@ TYPES = (  # the first whose question pattern matches applies
                    r"|worth)\b|what\s+(?:does|do|did|will|would)\b.*\bcost\b|what\s+(?:is|was|are|were)\s+the\s+"
                    r"(?:cost|price|fee|fees|budget|salary|revenue)\b)", re.I),
         re.compile(_CURRENCIES, re.I),
-        measured=True,
     ),
     AnswerType(
         "a duration or length",
         re.compile(r"^\W*how\s+long\b", re.I),
         re.compile(rf"(?:{_NUMBER}|\b(?:{_NUMBER_WORDS}|a|an)\b)\s*-?\s*(?:{_UNITS})\b"
                    r"|\b(?:indefinitely|forever|permanently)\b", re.I),
-        measured=True,
     ),
     AnswerType(
         "an amount",

@@ -507,8 +507,7 @@ def _count(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> int:
 _IMPLEMENTED = """
 select e.src, x.label, e.dst, y.label,
        exists (select 1 from tortus.edge d where d.tenant_id = y.tenant_id and d.dst = y.node_id
-               and d.type = 'defines'),
-       e.edge_id
+               and d.type = 'defines')
 from tortus.edge e
 join tortus.node x on x.tenant_id = e.tenant_id and x.node_id = e.src
 join tortus.node y on y.tenant_id = e.tenant_id and y.node_id = e.dst
@@ -518,19 +517,17 @@ order by e.src, e.dst
 
 
 class Implemented(NamedTuple):
-    """A named thing's `implements` edge: what it implements, and where that is stated."""
+    """A named thing's `implements` edge: what it implements."""
 
-    node: int
     label: str
     standard: int
     standard_label: str
     defined: bool  # some chunk defines the standard
-    edge: int
 
 
 def _implemented(conn: psycopg.Connection, nodes: Sequence[int]) -> list[Implemented]:
     rows = conn.execute(_IMPLEMENTED, [list(nodes)]).fetchall()
-    return [Implemented(a, x, b, y, bool(d), e) for a, x, b, y, d, e in rows]
+    return [Implemented(x, b, y, bool(d)) for _, x, b, y, d in rows]
 
 
 def _labels(conn: psycopg.Connection, nodes: Sequence[int]) -> list[str]:

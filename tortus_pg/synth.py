@@ -22,7 +22,7 @@ import psycopg
 
 from tortus_pg.answer_type import AnswerType, expected_type
 from tortus_pg.ingest.chunking import sentence_spans
-from tortus_pg.query.read import Sentence, read_chain
+from tortus_pg.query.read import Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
 from tortus_pg.query.support import THRESHOLD, model_for
 
@@ -62,11 +62,6 @@ class Terms:
     @property
     def total(self) -> float:
         return sum(self.weights.values())
-
-    def weight(self, lexemes: set[str]) -> float:
-        """The summed weight of the question's terms among `lexemes`, added in a fixed order and
-        rounded: set order varies between processes, and float noise must not decide ties."""
-        return round(sum(w for t, w in sorted(self.weights.items()) if t in lexemes), 9)
 
     def covered(self, lexemes: set[str]) -> float:
         share = sum(w for t, w in sorted(self.weights.items()) if t in lexemes) / self.total if self.total else 0.0
@@ -149,9 +144,9 @@ class Synthesis:
     warnings: list[str] = field(default_factory=list)
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
     draft: list[dict[str, Any]] = field(default_factory=list)  # claims of an answer withheld for low coverage
-    # What the abstention decision can read of the claims (answered or drafted): the chain's and
-    # the claims' coverage of the question, the best claim's dense similarity, whether a claim
-    # gives the asked type, whether the rule checks passed.
+    # What the support model reads of the claims, answered or drafted (`query.support`): the
+    # best chain's coverage, whether the question names a documented thing, the best claim's
+    # dense similarity.
     signals: dict[str, float] = field(default_factory=dict)
     refusal: Refusal | None = None  # why it is withheld
 
@@ -168,7 +163,6 @@ class Similarity(Protocol):
     def name(self) -> str: ...
 
     def __call__(self, texts: Sequence[str]) -> Sequence[float]: ...
-
 
 
 class Synthesizer(Protocol):
@@ -312,8 +306,7 @@ def _dense(
     """Each sentence's similarity to the question, for the DENSE_CANDIDATES sentences that match
     its terms best (0 for the others): embedding every sentence of the evidence, after every
     bridge, cost nine times the rest of the question's time."""
-    shares = [terms.covered(o | headings[s.evidence]) if o & terms.weights.keys() else 0.0
-              for o, s in zip(own, sentences, strict=True)]
+    shares = lexical_shares(own, [headings[s.evidence] for s in sentences], terms.weights)
     best = sorted(range(len(sentences)), key=lambda j: -shares[j])[:DENSE_CANDIDATES]
     scores = similarity([f"{evidence[sentences[j].evidence].label}: {sentences[j].text}" for j in best])
     dense = [0.0] * len(sentences)

@@ -77,8 +77,8 @@ def read_chain(
     if not sentences:
         return Reading([], None, None, frozenset())
     total = sum(weights.values()) or 1.0
-    sets = [(o | c) if o & weights.keys() else set() for o, c in zip(own, context, strict=True)]
-    lexical = np.array([sum(w for t, w in weights.items() if t in s) / total for s in sets])
+    sets = _in_context(own, context, weights)
+    lexical = np.array(lexical_shares(own, context, weights))
     values = [kind.values(s.text, asked) if kind is not None else [] for s in sentences]
     typed = np.array([bool(v) for v in values], dtype=float)
     similar = np.asarray(dense, dtype=float) if dense is not None else np.zeros(len(sentences))
@@ -116,6 +116,18 @@ def read_chain(
     short = next(iter(fresh or values[answer]), None)
     found = frozenset(t for j in chosen for t in sets[j] if t in weights)
     return Reading(chosen, answer, short, found)
+
+
+def _in_context(own: Sequence[set[str]], context: Sequence[set[str]], weights: Mapping[str, float]) -> list[set[str]]:
+    """Each sentence's lexemes with its heading's, when it shares a question term itself: a table
+    row matching only its table's heading says nothing the question asks."""
+    return [(o | c) if o & weights.keys() else set() for o, c in zip(own, context, strict=True)]
+
+
+def lexical_shares(own: Sequence[set[str]], context: Sequence[set[str]], weights: Mapping[str, float]) -> list[float]:
+    """Each sentence's share of the question's weight, read in its heading's context."""
+    total = sum(weights.values()) or 1.0
+    return [sum(w for t, w in weights.items() if t in s) / total for s in _in_context(own, context, weights)]
 
 
 def _opening(text: str) -> str:
