@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from tortus_pg.ingest import prose
 from tortus_pg.ingest.chunking import code_fence_spans, sentence_spans
 from tortus_pg.ingest.types import Chunk, Concept, Document, ExtractedEdge, Extraction, Mention
 
@@ -163,6 +164,10 @@ def _lower_camel_kind(word: str) -> str | None:
     return "api" if word[1:2].islower() else None  # not "iPhone", "eBay"
 
 
+def _numbered_kind(word: str) -> str | None:
+    return "entity" if any(c.isdigit() for c in word) and not word.rsplit("-", 1)[-1].isalpha() else None
+
+
 def _constant(kind: str) -> _Classifier:
     return lambda _: kind
 
@@ -207,6 +212,8 @@ _DETECTORS: tuple[tuple[re.Pattern[str], int, tuple[str, ...], _Classifier], ...
         ("-",),
         _constant("api"),
     ),
+    # Lowercase names with a number: hosts, clusters, buckets ("kestrel-2", "bay-sql-01").
+    (re.compile(r"\b[a-z][a-z0-9]+(?:-[a-z0-9]+)+\b"), 0, ("-",), _numbered_kind),
     (re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"), 0, (), _camel_kind),
     (re.compile(r"\b[a-z][a-z0-9]+[A-Z]\w*"), 0, (), _lower_camel_kind),
     (re.compile(r"`([^`\n]{1,80})`"), 1, ("`",), _constant("api")),
@@ -276,6 +283,9 @@ CUES: tuple[tuple[str, str, float, str], ...] = (
     (r"(?:relies|rely|relied)\s+(?:up)?on", "depends_on", 0.85, _FWD),
     (rf"(?:{_BE})?required\s+by", "depends_on", 0.7, _REV),
     (r"requires|require", "depends_on", 0.7, _FWD),
+    (r"(?:(?:everyone|everybody|people|we|staff)\s+)?(?:calls|call|called)\s+it", "same_as", 0.8, _FWD),
+    (rf"(?:{_BE})?(?:also\s+|internally\s+|often\s+)?(?:known|referred\s+to)\s+(?:internally\s+)?as",
+     "same_as", 0.8, _FWD),
     (r"calls|invokes", "depends_on", 0.6, _FWD),
     (rf"(?:{_BE})?implemented\s+by", "implements", 0.8, _REV),
     (r"implements|implemented", "implements", 0.8, _FWD),
@@ -285,7 +295,7 @@ CUES: tuple[tuple[str, str, float, str], ...] = (
      rf"{_BE}inconsistent\s+with", "contradicts", 0.8, _FWD),
     (r"contrary\s+to", "contradicts", 0.7, _PREFIX),
     (rf"(?:{_BE})?(?:owned|maintained)\s+by", "owned_by", 0.85, _FWD),
-    (r"owns|owned", "owned_by", 0.75, _REV),
+    (r"owns|owned|maintains|maintain", "owned_by", 0.75, _REV),
     (rf"(?:{_BE})?(?:affected|impacted)\s+by", "affects", 0.75, _REV),
     (r"affects|affected|impacts|impacted", "affects", 0.75, _FWD),
     (rf"(?:{_BE})?(?:superseded|replaced)\s+by", "supersedes", 0.85, _REV),
@@ -308,6 +318,9 @@ _CUE_WORDS = frozenset(
 KIND_PRIORITY = {"event": 0, "decision": 1, "api": 2, "entity": 3, "concept": 4}
 MAX_PHRASES_PER_CHUNK = 3
 MAX_COOCCURRING = 6
+# Stated by a key–value line or a table row: typed by its key (as sure as a cue), or related
+# under the key's name (above a co-occurrence's 0.3–0.5).
+KEYED_RELATION, KEYED_RELATED = 0.8, 0.6
 
 Span = tuple[int, int]
 
@@ -384,8 +397,13 @@ def extract_concepts(doc: Document, chunks: list[Chunk], *, title: str | None = 
         ]
         sent.hits = hits
     _add_key_phrases(text, sentences)
+    for sent in sentences:
+        # The key of a "Key: value" line names a field, not a thing.
+        keys = [kv.key_span for kv in prose.key_values(text, sent.start, sent.end)]
+        sent.hits = [h for h in sent.hits if not any(s <= h.start and h.end <= e for s, e in keys)]
     concepts, defines = _definitions(chunks, title_key, _concepts(title_hits, title_key, chunks[0].index, sentences))
-    return Extraction(concepts=concepts, edges=_edges(text, sentences), defines=defines)
+    return Extraction(concepts=concepts, edges=_edges(text, sentences, title_hits[0] if title_hits else None),
+                      defines=defines)
 
 
 def _sentences(doc: Document, chunks: list[Chunk]) -> list[_Sentence]:
@@ -570,6 +588,8 @@ def _name_runs(text: str, tokens: list[Span]) -> list[list[Span]]:
 
 def _gap_ok(text: str, prev: Span, tok: Span) -> bool:
     gap = text[prev[1] : tok[0]]
+    if "\n" in gap and prose.is_key_line(text, tok[0]):
+        return False  # a name does not run on into the key of a "Key: value" line
     if gap.isspace() and "\n\n" not in gap:
         return True
     prev_word = text[prev[0] : prev[1]]
@@ -736,55 +756,109 @@ def _pos(mention: tuple[int, int, int]) -> tuple[int, int]:
     return mention[1], mention[2]
 
 
-def _edges(text: str, sentences: list[_Sentence]) -> tuple[ExtractedEdge, ...]:
-    best: dict[tuple[str, str, str], ExtractedEdge] = {}
+class _Edges:
+    """The edges found so far, keeping the most confident of each (src, dst, type)."""
 
-    def add(src: str, dst: str, type_: str, confidence: float, rule: str, sent: _Sentence) -> None:
-        if type_ == "related_to" and dst < src:
+    def __init__(self) -> None:
+        self.best: dict[tuple[str, str, str], ExtractedEdge] = {}
+
+    def add(self, src: str, dst: str, type_: str, confidence: float, rule: str, evidence: Mention) -> None:
+        if src == dst:
+            return
+        if type_ in ("related_to", "same_as") and dst < src:
             src, dst = dst, src
-        old = best.get((src, dst, type_))
+        old = self.best.get((src, dst, type_))
         if old is None or confidence > old.confidence:
-            evidence = Mention(sent.chunk, sent.start, sent.end)
-            best[(src, dst, type_)] = ExtractedEdge(src, dst, type_, confidence, rule, evidence)
+            self.best[(src, dst, type_)] = ExtractedEdge(src, dst, type_, confidence, rule, evidence)
 
+    def result(self) -> tuple[ExtractedEdge, ...]:
+        """Every edge, less the co-occurrences of pairs a typed edge links."""
+        typed = {frozenset((e.src, e.dst)) for e in self.best.values() if e.type != "related_to"}
+        return tuple(e for e in self.best.values()
+                     if e.type != "related_to" or e.rule != "cooccurrence" or frozenset((e.src, e.dst)) not in typed)
+
+
+def _edges(text: str, sentences: list[_Sentence], title: _Hit | None) -> tuple[ExtractedEdge, ...]:
+    """Typed edges from cue phrases, key–value lines and table rows; co-occurrence edges between
+    the other concepts a sentence names together."""
+    edges = _Edges()
+    subject = title
     for sent in sentences:
         hits = [h for h in sent.hits if h.kind]
-        if sent.in_code or len(hits) < 2:
+        if text.startswith("#", sent.start):
+            # A heading naming one thing makes it the subject of the key–value lines below it.
+            subject = hits[0] if len(hits) == 1 else title
+        if sent.in_code or not hits:
             continue
-        linked: set[frozenset[str]] = set()
-        for m in _cues(text, sent):
-            _, type_, confidence, shape = CUES[int((m.lastgroup or "c0")[1:])]
-            if _NEGATION.search(text, sent.start, m.start()):
-                continue
-            x, y = _nearest_left(hits, m.start()), _nearest_right(hits, m.end())
-            if y is not None and x is None and shape == _PREFIX:
-                x = _nearest_right(hits, y.end)
-            if x is None or y is None or x.key == y.key:
-                continue
-            src, dst = (y, x) if shape == _REV else (x, y)
-            add(
-                src.key,
-                dst.key,
-                type_,
-                confidence,
-                "cue:" + " ".join(m.group(0).lower().split()),
-                sent,
-            )
-            linked.add(frozenset((src.key, dst.key)))
-        firsts: dict[str, _Hit] = {}
-        for h in sorted(hits, key=lambda h: (h.kind == "concept", h.start)):
-            firsts.setdefault(h.key, h)
-        top = list(firsts.values())[:MAX_COOCCURRING]
-        for i, a in enumerate(top):
-            for b in top[i + 1 :]:
-                if frozenset((a.key, b.key)) not in linked:
-                    phrases = (a.kind == "concept") + (b.kind == "concept")
-                    add(a.key, b.key, "related_to", 0.5 - 0.1 * phrases, "cooccurrence", sent)
+        linked = _cue_edges(edges, text, sent, hits, title)
+        linked |= _stated_edges(edges, text, sent, hits, subject)
+        _cooccurrence_edges(edges, sent, hits, linked)
+    return edges.result()
 
-    typed = {frozenset((e.src, e.dst)) for e in best.values() if e.type != "related_to"}
-    return tuple(
-        e for e in best.values() if e.type != "related_to" or frozenset((e.src, e.dst)) not in typed
-    )
+
+def _cue_edges(edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], title: _Hit | None) -> set[frozenset[str]]:
+    """Edges from cue phrases ("X is owned by Y"); a sentence whose subject refers to the
+    document's title entity ("It is owned by Y") has that entity on the left of its cue."""
+    linked: set[frozenset[str]] = set()
+    reference = prose.reference_end(text, sent.start)
+    for m in _cues(text, sent):
+        _, type_, confidence, shape = CUES[int((m.lastgroup or "c0")[1:])]
+        if _NEGATION.search(text, sent.start, m.start()):
+            continue
+        x, y = _nearest_left(hits, m.start()), _nearest_right(hits, m.end())
+        if y is not None and x is None and shape == _PREFIX:
+            x = _nearest_right(hits, y.end)
+        elif title is not None and reference >= 0 and (x is None or (x.start < reference and x.kind == "concept")):
+            x = title  # "It is owned by …", "The service depends on …": the document's subject
+        if x is None or y is None or x.key == y.key:
+            continue
+        src, dst = (y, x) if shape == _REV else (x, y)
+        edges.add(src.key, dst.key, type_, confidence, "cue:" + " ".join(m.group(0).lower().split()),
+                  Mention(sent.chunk, sent.start, sent.end))
+        linked.add(frozenset((src.key, dst.key)))
+    return linked
+
+
+def _stated_edges(
+    edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], subject: _Hit | None
+) -> set[frozenset[str]]:
+    """Edges a key–value line ("Owner: Team X", under the document's or the heading's subject) or
+    a table row (its first cell's concept, related to the others by their column's header)
+    states."""
+    pairs: list[tuple[_Hit, _Hit, prose.KeyRelation, str, Mention]] = []
+    cells = prose.table_row(text, sent.start, sent.end)
+    header = prose.table_header(text, sent.start) if cells else None
+    if cells and header and len(header) == len(cells):
+        first = [h for h in hits if cells[0][0] <= h.start and h.end <= cells[0][1]]
+        for (start, end), key in list(zip(cells, header, strict=True))[1:]:
+            for hit in (h for h in hits if start <= h.start and h.end <= end) if first else ():
+                pairs.append((first[0], hit, prose.key_relation(key), key, Mention(sent.chunk, sent.start, sent.end)))
+    elif subject is not None and not cells:
+        for kv in prose.key_values(text, sent.start, sent.end):
+            for hit in (h for h in hits if kv.value[0] <= h.start and h.end <= kv.value[1]):
+                pairs.append((subject, hit, prose.key_relation(kv.key), kv.key,
+                              Mention(sent.chunk, sent.start, sent.end)))
+    linked: set[frozenset[str]] = set()
+    for owner, value, relation, key, evidence in pairs:
+        src, dst = (value, owner) if relation.value_first else (owner, value)
+        confidence = KEYED_RELATION if relation.type != "related_to" else KEYED_RELATED
+        edges.add(src.key, dst.key, relation.type, confidence, "key:" + " ".join(key.casefold().split()), evidence)
+        linked.add(frozenset((src.key, dst.key)))
+    return linked
+
+
+def _cooccurrence_edges(edges: _Edges, sent: _Sentence, hits: list[_Hit], linked: set[frozenset[str]]) -> None:
+    """`related_to` between the first few concepts a sentence names together, unless linked."""
+    firsts: dict[str, _Hit] = {}
+    for h in sorted(hits, key=lambda h: (h.kind == "concept", h.start)):
+        firsts.setdefault(h.key, h)
+    top = list(firsts.values())[:MAX_COOCCURRING]
+    for i, a in enumerate(top):
+        for b in top[i + 1 :]:
+            if frozenset((a.key, b.key)) not in linked:
+                phrases = (a.kind == "concept") + (b.kind == "concept")
+                edges.add(a.key, b.key, "related_to", 0.5 - 0.1 * phrases, "cooccurrence",
+                          Mention(sent.chunk, sent.start, sent.end))
 
 
 def _cues(text: str, sent: _Sentence) -> list[re.Match[str]]:

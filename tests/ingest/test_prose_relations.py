@@ -1,0 +1,122 @@
+"""Relations stated by ordinary prose without a cue between two names: key–value lines, table
+rows, subjects that refer to the document's title, aliases and lowercase numbered names. Each
+fixture is written for its form."""
+
+from __future__ import annotations
+
+from tortus_pg.ingest import prose
+from tortus_pg.ingest.chunking import chunk_document
+from tortus_pg.ingest.extract import extract_concepts
+from tortus_pg.ingest.types import Document, Extraction
+
+
+def extract(text: str, title: str, kind: str = "markdown") -> Extraction:
+    doc = Document(text, kind, title=title)
+    return extract_concepts(doc, chunk_document(doc))
+
+
+def edges(ex: Extraction) -> dict[tuple[str, str, str], str]:
+    """(src, type, dst) -> rule, for every edge but co-occurrences."""
+    return {(e.src, e.type, e.dst): e.rule for e in ex.edges if e.rule != "cooccurrence"}
+
+
+SERVICE_PAGE = """# Parcel Router
+
+Owner: Dispatch Tooling
+Database: osprey-4 (PostgreSQL)
+On-call rota: Night Desk
+
+Parcel Router assigns each parcel to a van before the morning shift.
+"""
+
+
+def test_key_value_lines_relate_the_title_to_each_value_by_the_keys_meaning():
+    found = edges(extract(SERVICE_PAGE, "Parcel Router"))
+    assert found[("parcel router", "owned_by", "dispatch tooling")] == "key:owner"
+    assert found[("parcel router", "depends_on", "osprey-4")] == "key:database"
+    # A key with no generic relation still relates subject and value, under its own name.
+    assert ("night desk", "related_to", "parcel router") in found or \
+        ("parcel router", "related_to", "night desk") in found
+    assert "key:on-call rota" in found.values()
+
+
+def test_a_name_does_not_run_on_into_the_next_lines_key_and_keys_are_not_concepts():
+    ex = extract(SERVICE_PAGE, "Parcel Router")
+    labels = {c.label for c in ex.concepts}
+    assert "Dispatch Tooling" in labels
+    assert not any("Database" in label or "Owner" in label for label in labels)
+
+
+def test_a_key_naming_what_the_subject_owns_points_the_edge_from_the_value():
+    page = "# Dispatch Tooling\n\n**Lead:** Imogen Varga\n**Services owned:** Parcel Router, Van Planner\n"
+    found = edges(extract(page, "Dispatch Tooling"))
+    assert ("parcel router", "owned_by", "dispatch tooling") in found
+    assert ("van planner", "owned_by", "dispatch tooling") in found
+    assert found[("dispatch tooling", "related_to", "imogen varga")] == "key:lead"
+
+
+def test_key_value_lines_under_a_heading_naming_one_thing_are_about_that_thing():
+    page = "# Clusters\n\n## osprey-4\n\nOwner: Storage Guild\n\n## osprey-5\n\nOwner: Dispatch Tooling\n"
+    found = edges(extract(page, "Clusters"))
+    assert ("osprey-4", "owned_by", "storage guild") in found
+    assert ("osprey-5", "owned_by", "dispatch tooling") in found
+    assert ("osprey-4", "owned_by", "dispatch tooling") not in found
+
+
+def test_table_rows_relate_the_first_cell_to_the_others_by_column_header():
+    page = ("# Clusters\n\n| Cluster | Owner | Backup bucket |\n|---|---|---|\n"
+            "| osprey-4 | Storage Guild | vault-eu-2 |\n| osprey-5 | Dispatch Tooling | vault-eu-3 |\n")
+    found = edges(extract(page, "Clusters"))
+    assert found[("osprey-4", "owned_by", "storage guild")] == "key:owner"
+    assert found[("osprey-5", "owned_by", "dispatch tooling")] == "key:owner"
+    assert ("osprey-5", "related_to", "vault-eu-3") in found or ("vault-eu-3", "related_to", "osprey-5") in found
+    assert ("osprey-4", "owned_by", "dispatch tooling") not in found
+
+
+def test_a_table_without_a_header_states_no_keyed_relation():
+    page = "# Clusters\n\n| osprey-4 | Storage Guild |\n| osprey-5 | Dispatch Tooling |\n"
+    assert not any(rule.startswith("key:") for rule in edges(extract(page, "Clusters")).values())
+
+
+def test_a_pronoun_or_definite_subject_refers_to_the_documents_title():
+    page = ("# Van Planner\n\nVan Planner builds the route of every van.\n\n"
+            "It is owned by Dispatch Tooling.\n\nThe service depends on Map Tiles.\n")
+    found = edges(extract(page, "Van Planner"))
+    assert ("van planner", "owned_by", "dispatch tooling") in found
+    assert ("van planner", "depends_on", "map tiles") in found
+
+
+def test_a_team_page_in_the_first_person_owns_what_it_maintains():
+    page = "# Dispatch Tooling\n\nWe build tools for the depots. It also maintains Parcel Router.\n"
+    assert ("parcel router", "owned_by", "dispatch tooling") in edges(extract(page, "Dispatch Tooling"))
+
+
+def test_a_sentence_naming_its_own_subject_is_not_given_the_title():
+    page = "# Van Planner\n\nVan Planner is fast. Map Tiles is owned by Geo Team.\n"
+    found = edges(extract(page, "Van Planner"))
+    assert ("map tiles", "owned_by", "geo team") in found
+    assert ("van planner", "owned_by", "geo team") not in found
+
+
+def test_aliases_become_same_as_edges():
+    page = ("# Van Planner\n\nVan Planner, known internally as Wayfinder, plans routes. "
+            "The Parcel Router — everyone calls it PR — assigns parcels.\n")
+    found = edges(extract(page, "Van Planner"))
+    assert ("van planner", "same_as", "wayfinder") in found
+    assert ("parcel router", "same_as", "pr") in found or ("pr", "same_as", "parcel router") in found
+
+
+def test_lowercase_names_with_a_number_are_concepts_but_plain_hyphenated_words_are_not():
+    ex = extract("# Hosts\n\nThe nightly job copies osprey-4 to vault-eu-2 in a well-known order.\n", "Hosts")
+    labels = {c.label for c in ex.concepts}
+    assert {"osprey-4", "vault-eu-2"} <= labels
+    assert "well-known" not in labels
+
+
+def test_key_value_parsing():
+    text = "Owner: A Team\n- **Runs on:** osprey-4\nhttps://example.com/x\n06:05 first alert\n"
+    found = prose.key_values(text, 0, len(text))
+    assert [(kv.key, text[kv.value[0]:kv.value[1]]) for kv in found] == [("Owner", "A Team"), ("Runs on", "osprey-4")]
+    assert prose.key_relation("Runs on") == prose.KeyRelation("depends_on", False)
+    assert prose.key_relation("Systems maintained") == prose.KeyRelation("owned_by", True)
+    assert prose.key_relation("Favourite colour") == prose.RELATED
