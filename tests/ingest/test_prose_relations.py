@@ -120,3 +120,16 @@ def test_key_value_parsing():
     assert prose.key_relation("Runs on") == prose.KeyRelation("depends_on", False)
     assert prose.key_relation("Systems maintained") == prose.KeyRelation("owned_by", True)
     assert prose.key_relation("Favourite colour") == prose.RELATED
+
+
+def test_a_two_column_table_with_an_empty_header_is_a_list_of_key_value_lines():
+    page = "# Van Planner\n\n| | |\n|---|---|\n| Owner | Dispatch Tooling |\n| Runs on | osprey-4 |\n"
+    found = edges(extract(page, "Van Planner"))
+    assert found[("van planner", "owned_by", "dispatch tooling")] == "key:owner"
+    assert found[("van planner", "depends_on", "osprey-4")] == "key:runs on"
+
+
+def test_who_runs_or_leads_a_thing_is_a_stated_relation():
+    page = "# Dispatch Tooling\n\nDispatch Tooling is led by Imogen Varga and plans the vans.\n"
+    found = edges(extract(page, "Dispatch Tooling"))
+    assert found[("dispatch tooling", "related_to", "imogen varga")] == "cue:is led by"

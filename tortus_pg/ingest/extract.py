@@ -296,6 +296,7 @@ CUES: tuple[tuple[str, str, float, str], ...] = (
     (r"contrary\s+to", "contradicts", 0.7, _PREFIX),
     (rf"(?:{_BE})?(?:owned|maintained)\s+by", "owned_by", 0.85, _FWD),
     (r"owns|owned|maintains|maintain", "owned_by", 0.75, _REV),
+    (rf"(?:{_BE})?(?:run|led|headed|managed)\s+by", "related_to", 0.7, _FWD),
     (rf"(?:{_BE})?(?:affected|impacted)\s+by", "affects", 0.75, _REV),
     (r"affects|affected|impacts|impacted", "affects", 0.75, _FWD),
     (rf"(?:{_BE})?(?:superseded|replaced)\s+by", "supersedes", 0.85, _REV),
@@ -828,7 +829,13 @@ def _stated_edges(
     pairs: list[tuple[_Hit, _Hit, prose.KeyRelation, str, Mention]] = []
     cells = prose.table_row(text, sent.start, sent.end)
     header = prose.table_header(text, sent.start) if cells else None
-    if cells and header and len(header) == len(cells):
+    if cells and header is not None and len(cells) == 2 and not any(header):
+        # A two-column table with an empty header is a list of "key | value" lines.
+        key = text[cells[0][0]:cells[0][1]].strip("*_ `")
+        if key and subject is not None:
+            pairs += [(subject, hit, prose.key_relation(key), key, Mention(sent.chunk, sent.start, sent.end))
+                      for hit in hits if cells[1][0] <= hit.start and hit.end <= cells[1][1]]
+    elif cells and header and len(header) == len(cells):
         first = [h for h in hits if cells[0][0] <= h.start and h.end <= cells[0][1]]
         for (start, end), key in list(zip(cells, header, strict=True))[1:]:
             for hit in (h for h in hits if start <= h.start and h.end <= end) if first else ():
