@@ -766,7 +766,7 @@ class _Edges:
     def add(self, src: str, dst: str, type_: str, confidence: float, rule: str, evidence: Mention) -> None:
         if src == dst:
             return
-        if type_ in ("related_to", "same_as") and dst < src:
+        if (type_ == "same_as" or rule == "cooccurrence") and dst < src:  # symmetric: one edge per pair
             src, dst = dst, src
         old = self.best.get((src, dst, type_))
         if old is None or confidence > old.confidence:
@@ -842,9 +842,9 @@ def _stated_edges(
                 pairs.append((first[0], hit, prose.key_relation(key), key, Mention(sent.chunk, sent.start, sent.end)))
     elif subject is not None and not cells:
         for kv in prose.key_values(text, sent.start, sent.end):
-            for hit in (h for h in hits if kv.value[0] <= h.start and h.end <= kv.value[1]):
-                pairs.append((subject, hit, prose.key_relation(kv.key), kv.key,
-                              Mention(sent.chunk, sent.start, sent.end)))
+            line = Mention(sent.chunk, max(sent.start, text.rfind("\n", 0, kv.key_span[0]) + 1), kv.value[1])
+            pairs += [(subject, hit, prose.key_relation(kv.key), kv.key, line)
+                      for hit in hits if kv.value[0] <= hit.start and hit.end <= kv.value[1]]
     linked: set[frozenset[str]] = set()
     for owner, value, relation, key, evidence in pairs:
         src, dst = (value, owner) if relation.value_first else (owner, value)
