@@ -1,0 +1,94 @@
+"""Comparison questions: reading the two options and the comparative, and choosing by the value
+the evidence gives each (fixtures written for the mechanism; lexemes are plain words)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tortus_pg.query.compare import Comparison, Order, comparison_of, pick
+from tortus_pg.query.read import Sentence
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Who was born first, Ada Quill or Bram Stoke?",
+     Comparison(("Ada Quill", "Bram Stoke"), Order.EARLIER, False, None)),
+    ("Which film came out more recently, The Long Field or Harbour Lights?",
+     Comparison(("The Long Field", "Harbour Lights"), Order.LATER, False, None)),
+    ("Which film has the director who died first, Red Dust or Believe Me, Xantippe?",
+     Comparison(("Red Dust", "Believe Me, Xantippe"), Order.EARLIER, True, "director")),
+    ("Was Ada Quill or John R. Stoke born first?",
+     Comparison(("Ada Quill", "John R. Stoke"), Order.EARLIER, False, None)),
+    ("Which lake is larger, the Olm or the Tarn?", Comparison(("Olm", "Tarn"), Order.MORE, False, None)),
+    ("Which team has fewer engineers: Atlas or Borealis?", Comparison(("Atlas", "Borealis"), Order.FEWER, False, None)),
+])
+def test_a_comparison_names_its_options_and_comparative(question: str, expected: Comparison) -> None:
+    assert comparison_of(question) == expected
+
+
+@pytest.mark.parametrize("question", [
+    "Who leads the team that owns the gateway?",
+    "Is the gateway owned by Atlas or Borealis?",  # no comparative: a choice, not a comparison
+    "Which ADR moved the cluster, and when?",
+])
+def test_other_questions_are_not_comparisons(question: str) -> None:
+    assert comparison_of(question) is None
+
+
+def words(text: str) -> set[str]:
+    return {w.casefold() for w in re.findall(r"\w+", text)}
+
+
+def choose(question: str, items: list[tuple[str, list[str]]]) -> tuple[str | None, list[str]]:
+    """The option picked from `items` (heading, sentences) and the two sentences quoted."""
+    comparison = comparison_of(question)
+    assert comparison is not None
+    sentences = [Sentence(i, 0, len(t), t) for i, (_, texts) in enumerate(items) for t in texts]
+    weights = dict.fromkeys(words(question), 1.0)
+    chosen = pick(comparison, sentences, [label for label, _ in items], weights, [words(s.text) for s in sentences])
+    return (chosen.option, [sentences[j].text for j in chosen.sentences]) if chosen else (None, [])
+
+
+def test_the_earlier_year_wins_when_first_is_asked_and_the_later_when_recent_is() -> None:
+    items = [("The Long Field", ["The Long Field is a 1961 drama directed by Ona Vale."]),
+             ("Harbour Lights", ["Harbour Lights is a 1987 musical film."])]
+    assert choose("Which film was released first, The Long Field or Harbour Lights?", items)[0] == "The Long Field"
+    option, quoted = choose("Which film came out more recently, The Long Field or Harbour Lights?", items)
+    assert option == "Harbour Lights"
+    assert quoted == ["The Long Field is a 1961 drama directed by Ona Vale.", "Harbour Lights is a 1987 musical film."]
+
+
+def test_who_died_first_reads_the_second_year_of_a_life_span() -> None:
+    items = [("Ada Quill", ["Ada Quill (3 May 1901 – 9 June 1990) was a chemist."]),
+             ("Bram Stoke", ["Bram Stoke (12 March 1920, Leeds – 1 July 1960) was a poet."])]
+    assert choose("Who died first, Ada Quill or Bram Stoke?", items)[0] == "Bram Stoke"
+    assert choose("Who was born first, Ada Quill or Bram Stoke?", items)[0] == "Ada Quill"
+
+
+def test_a_role_compares_the_people_the_options_name_in_it() -> None:
+    items = [("Red Dust", ["Red Dust is a 1990 film directed by Ona Vale."]),
+             ("Blue Hour", ["Blue Hour is a 1950 film directed by Ida Marsh."]),
+             ("Ona Vale", ["Ona Vale (born 1931) is a director."]),
+             ("Ida Marsh", ["Ida Marsh (born 1944) is a director."])]
+    # By the films' own years Blue Hour would win; by their directors' births Red Dust does.
+    option, quoted = choose("Which film has the director born earlier, Red Dust or Blue Hour?", items)
+    assert option == "Red Dust"
+    assert quoted == ["Ona Vale (born 1931) is a director.", "Ida Marsh (born 1944) is a director."]
+
+
+def test_no_pick_without_both_values_or_on_a_tie() -> None:
+    items = [("Red Dust", ["Red Dust is a 1990 film directed by Ona Vale."]),
+             ("Blue Hour", ["Blue Hour is a film directed by Ida Marsh."])]
+    assert choose("Which film was released first, Red Dust or Blue Hour?", items)[0] is None
+    tie = [("Red Dust", ["Red Dust is a 1990 film."]), ("Blue Hour", ["Blue Hour is a 1990 film."])]
+    assert choose("Which film was released first, Red Dust or Blue Hour?", tie)[0] is None
+    # A role with no evidence about the person gives no value (the film's own year is not it).
+    assert choose("Which film has the director born earlier, Red Dust or Blue Hour?", items)[0] is None
+
+
+def test_amounts_are_read_next_to_a_question_word_and_years_are_not_amounts() -> None:
+    items = [("Olm", ["Founded in 1870, the Olm lake covers 1,250 hectares."]),
+             ("Tarn", ["The Tarn lake covers 830 hectares."])]
+    assert choose("Which lake covers more hectares, the Olm or the Tarn?", items)[0] == "Olm"
+    assert choose("Which lake covers fewer hectares, the Olm or the Tarn?", items)[0] == "Tarn"

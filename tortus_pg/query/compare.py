@@ -1,0 +1,152 @@
+"""Comparison questions: which of two named things comes first, lasts longer, has more.
+
+"Who was born first, Pablo Trapero or Aleksander Ford?" names its two options after a comma (or
+a colon) and asks by a comparative: earlier (first, older, sooner), later (more recently,
+younger, last), more (larger, longer, higher) or fewer. The evidence about each option is the
+evidence item whose heading path names it (else the sentences that do); the compared value is
+read from it: a year for the time comparatives (the second year of a "(1900 – 1970)" life span
+when the question asks who died first), a number next to a question word for the others. When
+the question compares what an option stands in a role to ("Which film has the director born
+earlier, A or B?"), the value is read from the evidence about the person that option's own
+sentence with the role names. The option with the earlier, later, larger or smaller value is
+the short answer, and the sentences giving both values are quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from tortus_pg.answer_type import names_in
+from tortus_pg.query.read import Sentence
+
+
+class Order(Enum):
+    """What the comparative asks for."""
+
+    EARLIER = "earlier"
+    LATER = "later"
+    MORE = "more"
+    FEWER = "fewer"
+
+
+_COMPARATIVES: tuple[tuple[Order, str], ...] = (
+    (Order.LATER, r"more recent(?:ly)?|most recent(?:ly)?|later|latest|last|younger|youngest|newer|newest"),
+    (Order.EARLIER, r"first|earlier|earliest|older|oldest|sooner|before"),
+    (Order.FEWER, r"fewer|less|least|smaller|smallest|shorter|shortest|lower|lowest"),
+    (Order.MORE, r"more|most|larger|largest|longer|longest|bigger|biggest|higher|highest|taller|tallest|greater"),
+)
+# "…, A or B?" / "…: A or B?" / "… first A or B?": the options end the question (the second
+# may hold a comma or a colon: "Believe Me, Xantippe"); or "Was A or B born first?".
+_OPTIONS = (
+    re.compile(r"(?:[,:]|\b(?:first|earlier|later|older|younger|more|larger|longer))\s+"
+               r"(?P<a>[^,:?]+?),?\s+or\s+(?P<b>[^?]+?)\s*\??\s*$", re.I),
+    re.compile(r"^(?:was|were|is|are|did|does|do|has|had)\s+(?P<a>[^?]+?)\s+or\s+(?P<b>[^?]+?)\s+"
+               r"(?P<asking>(?:[a-z]+(?:ed|en|rn|wn)\s+)?(?:first|earlier|later|older|younger|more|less|longer))\s*\?\s*$",
+               re.I),
+)
+# Roles a compared value may belong to instead of the option itself ("the director", "whose
+# director"): not the thing asked about ("What author …").
+_ROLES = re.compile(r"\b(?:the|whose|its|their)\s+(director|composer|author|writer|producer|performer|creator|"
+                    r"founder|father|mother|spouse|husband|wife|singer|lyricist|editor|screenwriter|architect|"
+                    r"designer)\b", re.I)
+_DEATH = re.compile(r"\b(?:died|die|death|dead)\b", re.I)
+_YEAR = re.compile(r"(?<!\d)(?<!\d[,.])(1[0-9]{3}|20[0-9]{2})(?!\d|[,.]\d)")
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?![\w,])")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The two options a question compares, by which comparative, and of what."""
+
+    options: tuple[str, str]
+    order: Order
+    death: bool  # the time compared is a death
+    role: str | None  # the value belongs to the option's person in this role
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The option chosen, and for each option the sentence giving its value and the value."""
+
+    option: str
+    sentences: tuple[int, int]  # indices into the sentences read, in the options' order
+    values: tuple[float, float]
+
+
+def comparison_of(question: str) -> Comparison | None:
+    """The comparison a "…, A or B?" question asks for; None for any other question."""
+    text = question.strip()
+    found = next((m for m in (p.search(text) for p in _OPTIONS) if m is not None), None)
+    if found is None:
+        return None
+    asking = (found.group("asking") if "asking" in found.groupdict() else text[: found.start("a")]).casefold()
+    order = next((o for o, words in _COMPARATIVES if re.search(rf"\b(?:{words})\b", asking)), None)
+    if order is None:
+        return None
+    role = _ROLES.search(asking)
+    # "the Pterocarya": a lowercase article is not part of the name; "The Exies" keeps its own.
+    options = (found.group("a").strip().removeprefix("the "), found.group("b").strip().removeprefix("the "))
+    return Comparison(options, order, _DEATH.search(asking) is not None, role.group(1).casefold() if role else None)
+
+
+def pick(comparison: Comparison, sentences: Sequence[Sentence], labels: Sequence[str],
+         weights: Mapping[str, float], own: Sequence[set[str]]) -> Pick | None:
+    """Choose between the options by the value the evidence gives each (`sentences` with their
+    lexemes `own`, the evidence items' heading paths `labels`, the question's term `weights`);
+    None when either value is missing or they tie."""
+    found = [_value(comparison, option, sentences, labels, weights, own) for option in comparison.options]
+    if found[0] is None or found[1] is None or found[0][1] == found[1][1]:
+        return None
+    (first, a), (second, b) = found[0], found[1]
+    earlier_first = a < b
+    wants_first = earlier_first if comparison.order in (Order.EARLIER, Order.FEWER) else not earlier_first
+    return Pick(comparison.options[0 if wants_first else 1], (first, second), (a, b))
+
+
+def _value(comparison: Comparison, option: str, sentences: Sequence[Sentence], labels: Sequence[str],
+           weights: Mapping[str, float], own: Sequence[set[str]]) -> tuple[int, float] | None:
+    """The sentence giving `option`'s compared value (through its person in the asked role when
+    there is one), and the value."""
+    about = _about(option, sentences, labels)
+    if comparison.role is not None:
+        # The person the option's own sentence names in the role ("directed by …"), read from
+        # the evidence about that person, not from the option's.
+        stem, own_items = comparison.role[:5], {sentences[j].evidence for j in about}
+        people = (n for j in about if stem in sentences[j].text.casefold() for n in names_in(sentences[j].text)
+                  if n.casefold() != option.casefold())
+        about = next((found for n in people
+                      if (found := [j for j in _about(n, sentences, labels) if sentences[j].evidence not in own_items])),
+                     [])
+    for j in about:
+        value = _read(comparison, sentences[j].text, weights, own[j])
+        if value is not None:
+            return j, value
+    return None
+
+
+def _about(name: str, sentences: Sequence[Sentence], labels: Sequence[str]) -> list[int]:
+    """The sentences about `name`: those of an evidence item its heading path names (in order),
+    else those that mention it."""
+    folded = name.casefold()
+    bare = folded.removeprefix("the ")
+    titled = [j for j, s in enumerate(sentences)
+              if labels[s.evidence].casefold().split(" > ")[0].strip().removeprefix("the ") == bare]
+    titled = titled or [j for j, s in enumerate(sentences) if bare in labels[s.evidence].casefold()]
+    return titled or [j for j, s in enumerate(sentences) if bare in s.text.casefold()]
+
+
+def _read(comparison: Comparison, text: str, weights: Mapping[str, float], own: set[str]) -> float | None:
+    """The compared value a sentence gives: a year for time comparisons (a death's year is the
+    second of a life span), else a number, in a sentence sharing a question word."""
+    if comparison.order in (Order.EARLIER, Order.LATER):
+        years = [int(y) for y in _YEAR.findall(text)]
+        if comparison.death:
+            return float(years[1]) if len(years) > 1 else None
+        return float(years[0]) if years else None
+    if not own & weights.keys():
+        return None
+    numbers = [n for n in _NUMBER.findall(text) if not _YEAR.fullmatch(n)]  # a year is not an amount
+    return float(numbers[0].replace(",", "")) if numbers else None
