@@ -117,7 +117,8 @@ def _value(comparison: Comparison, option: str, sentences: Sequence[Sentence], l
         stem, own_items = comparison.role[:5], {sentences[j].evidence for j in about}
         people = (n for j in about if stem in sentences[j].text.casefold() for n in names_in(sentences[j].text)
                   if n.casefold() != option.casefold())
-        elsewhere = ([j for j in _about(n, sentences, labels) if sentences[j].evidence not in own_items] for n in people)
+        elsewhere = ([j for j in _about(n, sentences, labels) if sentences[j].evidence not in own_items]
+                     for n in people)
         about = next((found for found in elsewhere if found), [])
     for j in about:
         value = _read(comparison, sentences[j].text, weights, own[j])
