@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from tortus_pg.query.compare import Comparison, Order, comparison_of, pick
-from tortus_pg.query.read import Sentence
+from tortus_pg.query.compare import Comparison, Order, comparison_of, lead_with_pick, pick
+from tortus_pg.query.read import Reading, Sentence
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -92,3 +92,17 @@ def test_amounts_are_read_next_to_a_question_word_and_years_are_not_amounts() ->
              ("Tarn", ["The Tarn lake covers 830 hectares."])]
     assert choose("Which lake covers more hectares, the Olm or the Tarn?", items)[0] == "Olm"
     assert choose("Which lake covers fewer hectares, the Olm or the Tarn?", items)[0] == "Tarn"
+
+
+def test_the_values_compared_lead_the_reading_and_the_favoured_option_answers() -> None:
+    question = "Which film was released first, Red Dust or Blue Hour?"
+    comparison = comparison_of(question)
+    assert comparison is not None
+    texts = ["Red Dust is a 1990 film.", "Blue Hour is a 1950 film.", "Red Dust won a prize."]
+    sentences = [Sentence(i, 0, len(t), t) for i, t in enumerate(texts)]
+    weights = dict.fromkeys(words(question), 1.0)
+    reading = Reading([2], 2, None, frozenset())
+    led = lead_with_pick(reading, comparison, sentences, ["Red Dust", "Blue Hour", "Red Dust"], weights,
+                         [words(t) for t in texts])
+    assert led.chosen == [0, 1, 2] and led.answer == 1 and led.short == "Blue Hour"
+    assert {"red", "dust", "blue", "hour"} <= led.covered

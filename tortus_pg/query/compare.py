@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tortus_pg.answer_type import names_in
-from tortus_pg.query.read import Sentence
+from tortus_pg.query.read import MAX_CLAIMS, Reading, Sentence
 
 
 class Order(Enum):
@@ -150,3 +150,18 @@ def _read(comparison: Comparison, text: str, weights: Mapping[str, float], own: 
         return None
     numbers = [n for n in _NUMBER.findall(text) if not _YEAR.fullmatch(n)]  # a year is not an amount
     return float(numbers[0].replace(",", "")) if numbers else None
+
+
+def lead_with_pick(reading: Reading, comparison: Comparison, sentences: Sequence[Sentence], labels: Sequence[str],
+                   weights: Mapping[str, float], own: Sequence[set[str]]) -> Reading:
+    """The reading of a comparison question: the two sentences giving the compared values lead
+    the quotes (then the reader's own), and the option they favour is the short answer; the
+    reading unchanged when the evidence does not give both values."""
+    chosen = pick(comparison, sentences, labels, weights, own)
+    if chosen is None:
+        return reading
+    first, second = chosen.sentences
+    quoted = list(dict.fromkeys([first, second, *reading.chosen]))[:MAX_CLAIMS]
+    answer = first if chosen.option == comparison.options[0] else second
+    covered = reading.covered | {t for j in (first, second) for t in own[j] if t in weights}
+    return Reading(quoted, answer, chosen.option, frozenset(covered))
