@@ -87,7 +87,7 @@ def read_chain(
     # A bridge is followed only to what the first statement leaves unsaid: part of the question,
     # or the value of the asked type.
     unsaid = lexical[first] < 1 - MIN_GAIN or (kind is not None and not typed[first])
-    named = {n.casefold() for n in names_in(sentences[first].text) if not said(n, asked)} if bridges and unsaid \
+    named = {n.casefold() for n in names_in(sentences[first].text) if not _said(n, asked)} if bridges and unsaid \
         else set()
     pattern = re.compile("|".join(rf"(?<!\w){re.escape(b)}(?!\w)" for b in sorted(named))) if named else None
     about = np.array([pattern is not None and j != first and (
@@ -135,6 +135,6 @@ def _opening(text: str) -> str:
     return " ".join(text.lstrip("|-*#> ").replace("|", " ").split()[:3]).casefold()
 
 
-def said(name: str, asked: frozenset[str]) -> bool:
+def _said(name: str, asked: frozenset[str]) -> bool:
     """Whether the question already says every word of `name`."""
     return {w.casefold() for w in re.findall(r"\w+", name)} <= asked
