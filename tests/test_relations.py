@@ -9,8 +9,8 @@ import pytest
 
 from tortus_pg.db import tenant_scope
 from tortus_pg.engine import _labels, concepts_in
+from tortus_pg.query.terms import question_terms
 from tortus_pg.relations import Relation, Target, best_relation, matches, target_of
-from tortus_pg.synth import question_terms
 
 
 @pytest.fixture

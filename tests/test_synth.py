@@ -15,7 +15,8 @@ from tortus_pg.evidence import Evidence
 from tortus_pg.llm import ChatClient
 from tortus_pg.query.refusal import Refusal
 from tortus_pg.query.support import THRESHOLD, model_for
-from tortus_pg.synth import LLMSynthesizer, Synthesis, lexemes, synthesize
+from tortus_pg.query.terms import lexemes
+from tortus_pg.synth import LLMSynthesizer, Synthesis, synthesize
 
 CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated at least every 90 days."
 OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."

@@ -34,9 +34,10 @@ from tortus_pg.ingest.types import Document
 from tortus_pg.policy import TraversalPolicy
 from tortus_pg.query.refusal import HARD_REFUSALS, Refusal
 from tortus_pg.query.similarity import SentenceSimilarity
+from tortus_pg.query.terms import coverage_of, question_terms
 from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit, embed_query, rrf, search
 from tortus_pg.scoring import Features, Scorer, default_score
-from tortus_pg.synth import Synthesis, Synthesizer, cited_text, coverage_of, question_terms, synthesize
+from tortus_pg.synth import Synthesis, Synthesizer, cited_text, synthesize
 from tortus_pg.trace import store_trace
 
 SEEDS = 20  # hybrid hits considered

@@ -19,7 +19,8 @@ import numpy as np
 import psycopg
 
 from tortus_pg.evidence import Evidence, Reached, chunk_info
-from tortus_pg.synth import SUPPORTED, Synthesis, Terms, cited_text, lexemes
+from tortus_pg.query.terms import Terms, lexemes
+from tortus_pg.synth import SUPPORTED, Synthesis, cited_text
 
 _GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
 _KINDS = {
