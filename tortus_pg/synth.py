@@ -13,16 +13,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
-from tortus_pg.answer_type import AnswerType, expected_type
+from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
 from tortus_pg.query.read import Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
 from tortus_pg.query.support import THRESHOLD, model_for
-from tortus_pg.query.terms import Terms, lexemes, question_terms
+from tortus_pg.query.terms import Terms, lexemes
+
+if TYPE_CHECKING:
+    from tortus_pg.query.question import Question
 
 SUPPORTED = 0.5  # share of the question's weight a relation chain, or the LLM synthesizer's evidence, must cover
 
@@ -79,8 +82,8 @@ class Similarity(Protocol):
 
 class Synthesizer(Protocol):
     def __call__(
-        self, conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
-        terms: Terms, ts_config: str,
+        self, conn: psycopg.Connection, question: Question, evidence: Sequence[Source],
+        chains: Sequence[Sequence[int]], terms: Terms, ts_config: str,
     ) -> Synthesis: ...
 
 
@@ -173,7 +176,7 @@ def best_chain(
 
 
 def _read(
-    conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+    conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str, kind: AnswerType | None, similarity: Similarity | None, bridges: bool,
 ) -> tuple[list[dict[str, Any]], set[str], float]:
     """The claims the evidence chain gives (`query.read`), the lexemes they cover, and the best
@@ -183,7 +186,7 @@ def _read(
         return [], set(), 0.0
     found = lexemes(conn, [*(s.text for s in sentences), *(e.label for e in evidence)], ts_config)
     own, headings = found[: len(sentences)], found[len(sentences):]
-    asked = frozenset(w.casefold() for w in re.findall(r"\w+", question))
+    asked = question.asked
     dense = _dense(similarity, evidence, sentences, own, headings, terms) if similarity else None
     # Without bridges (a hop budget under two) a chain is one document: crossing to another is a hop.
     group = {i: n for n, chain in enumerate(chains) for i in chain} if bridges else \
@@ -228,7 +231,7 @@ def _dense(
 
 
 def extractive(
-    conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+    conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str = "english", similarity: Similarity | None = None, bridges: bool = True,
 ) -> Synthesis:
     """Read the evidence chain (`query.read`) and answer with its sentences when the support
@@ -238,7 +241,7 @@ def extractive(
     the question asks for (a time, a sum …) that no claim gives."""
     _, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
     missing = sorted(t for t in terms.weights if t not in found)
-    kind = expected_type(question)
+    kind = question.answer_type
     claims, covered, dense = _read(conn, question, evidence, chains, terms, ts_config, kind, similarity, bridges)
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
     signals = {"coverage": coverage, "named": float(bool(terms.names)), **({"dense": dense} if similarity else {})}
@@ -258,23 +261,23 @@ def extractive(
 
 def synthesize(
     conn: psycopg.Connection,
-    question: str,
+    question: Question,
     evidence: Sequence[Source],
     chains: Sequence[Sequence[int]] | None = None,
     *,
     ts_config: str = "english",
     synthesizer: Synthesizer | None = None,
-    names: Sequence[str] = (),
-    terms: Terms | None = None,
     similarity: Similarity | None = None,
     bridges: bool = True,
 ) -> Synthesis:
-    """An answer from `evidence` alone (extractive unless another synthesizer is given); `chains`
-    groups evidence that may answer together (default: all of it); `names` are what the question
-    is about, which the answering chain must mention; `terms` the question's, when already known;
-    `similarity` scores texts against the question for the reader; without `bridges` (a hop
-    budget under two) the reader follows none."""
-    terms = terms or question_terms(conn, question, ts_config, names)
+    """An answer to `question`, whose terms are weighed, from `evidence` alone (extractive unless
+    another synthesizer is given); `chains` groups evidence that may answer together (default:
+    all of it); the names in its terms are what the question is about, which the answering
+    chain must mention; `similarity` scores texts against the question for the reader; without
+    `bridges` (a hop budget under two) the reader follows none."""
+    terms = question.terms
+    if terms is None:
+        raise ValueError("synthesis needs the question's weighted terms")
     groups = chains if chains is not None else [list(range(len(evidence)))]
     if synthesizer is not None:
         return synthesizer(conn, question, evidence, groups, terms, ts_config)
@@ -323,8 +326,8 @@ class LLMSynthesizer:
         self.model = model
 
     def __call__(
-        self, conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
-        terms: Terms, ts_config: str = "english",
+        self, conn: psycopg.Connection, question: Question, evidence: Sequence[Source],
+        chains: Sequence[Sequence[int]], terms: Terms, ts_config: str = "english",
     ) -> Synthesis:
         chain, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
         missing = sorted(t for t in terms.weights if t not in found)
@@ -333,9 +336,8 @@ class LLMSynthesizer:
             refusal, detail = verdict
             return Synthesis(None, True, 0.0, [], coverage, missing, [refusal.message(detail)], refusal=refusal)
         numbered = "\n\n".join(f"[{n}] {evidence[i].text}" for n, i in enumerate(chain, 1))
-        reply = self.model.complete_json(
-            _LLM_SYSTEM, f"Question: {question}\n\nEvidence:\n{numbered}", _LLM_SCHEMA, schema_name="grounded_answer"
-        )
+        reply = self.model.complete_json(_LLM_SYSTEM, f"Question: {question.text}\n\nEvidence:\n{numbered}",
+                                         _LLM_SCHEMA, schema_name="grounded_answer")
         drafted = [c for c in reply["claims"] if c["text"].strip()]
         if not reply["answerable"] or not drafted:
             return Synthesis(None, True, 0.0, [], coverage, missing, [Refusal.MODEL_DECLINED.message()],
@@ -360,7 +362,7 @@ class LLMSynthesizer:
         if not any(c["support"] == "supported" for c in claims):
             return Synthesis(None, True, 0.0, claims, coverage, missing, [Refusal.MODEL_UNSUPPORTED.message(), *notes],
                              refusal=Refusal.MODEL_UNSUPPORTED)
-        kind = expected_type(question)
+        kind = question.answer_type
         if kind is not None and kind.required and not any(kind.given_by(c["text"]) for c in claims
                                                           if c["support"] == "supported"):
             return Synthesis(None, True, 0.0, claims, coverage, missing,
