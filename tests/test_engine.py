@@ -15,12 +15,15 @@ from tortus_pg.bridges import make_room
 from tortus_pg.db import APP_ROLE, connect, tenant_scope
 from tortus_pg.disputes import contradictions
 from tortus_pg.embed import Embedder, make_embedder
-from tortus_pg.engine import WALK_SEEDS, Answer, _Clock, _select, answer
+from tortus_pg.engine import Answer, answer
 from tortus_pg.errors import InvalidInput
 from tortus_pg.evidence import Chunk, Evidence
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.policy import TraversalPolicy, make_policy
+from tortus_pg.query.clock import Clock
+from tortus_pg.query.seed import WALK_SEEDS
+from tortus_pg.query.select import select_evidence
 from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit
 from tortus_pg.scoring import Features, default_score
 from tortus_pg.synth import Synthesis
@@ -241,11 +244,11 @@ def test_sections_of_the_document_about_the_named_identifier_are_selected_in_bm2
     hits = [hit(1, 1, 12, "inc.md", heading=True), hit(2, 2, 3, "gateway.md"), hit(3, 3, 2, "inc.md"),
             hit(4, 4, 1, "inc.md"), hit(5, 5, None, "inc.md"), hit(6, 6, 4, "codes.md")]
     info = {h.node_id: chunk(h.uri) for h in hits}
-    evidence, _ = _select([h.node_id for h in hits], info, hits, {}, 4, 1200)
+    evidence = select_evidence([h.node_id for h in hits], info, hits, {}, 4, 1200)
     assert [e.node_id for e in evidence] == [4, 2, 3, 1]
     # Without a document about an identifier of the question, the hybrid order stands.
     plain = [hit(h.node_id, h.rank, h.bm25_rank, h.uri) for h in hits]
-    evidence, _ = _select([h.node_id for h in plain], info, plain, {}, 4, 1200)
+    evidence = select_evidence([h.node_id for h in plain], info, plain, {}, 4, 1200)
     assert [e.node_id for e in evidence] == [1, 2, 3, 6]
 
 
@@ -264,7 +267,7 @@ def test_an_exhausted_time_budget_degrades_the_answer(ask: Ask) -> None:
 def test_a_stage_over_its_time_is_cancelled_and_the_transaction_goes_on(engine_url: str) -> None:
     with connect(engine_url, autocommit=True) as conn, conn.transaction():
         conn.execute("create temporary table kept (x int) on commit drop")
-        clock = _Clock(conn, 200)
+        clock = Clock(conn, 200)
         clock.attempt("write", lambda: conn.execute("insert into kept values (1)"), None)
         slept = clock.attempt("sleep", lambda: conn.execute("select pg_sleep(2)").fetchone(), None)
         assert slept is None and clock.degraded == ["sleep"]  # cancelled by the statement timeout
@@ -275,7 +278,7 @@ def test_a_stage_over_its_time_is_cancelled_and_the_transaction_goes_on(engine_u
 
 def test_a_stage_run_twice_reports_the_time_of_both_runs(engine_url: str) -> None:
     with connect(engine_url, autocommit=True) as conn, conn.transaction():
-        clock = _Clock(conn, 5_000)
+        clock = Clock(conn, 5_000)
         clock.attempt("read", lambda: conn.execute("select pg_sleep(0.01)").fetchone(), None)
         once = clock.timings["read_ms"]
         clock.attempt("read", lambda: conn.execute("select pg_sleep(0.01)").fetchone(), None)

@@ -8,9 +8,9 @@ import psycopg
 import pytest
 
 from tortus_pg.db import tenant_scope
-from tortus_pg.engine import _labels, concepts_in
+from tortus_pg.query.question import concepts_in, labels
+from tortus_pg.query.terms import question_terms
 from tortus_pg.relations import Relation, Target, best_relation, matches, target_of
-from tortus_pg.synth import question_terms
 
 
 @pytest.fixture
@@ -85,9 +85,11 @@ def test_relation_paths_stay_inside_the_current_tenant(db: psycopg.Connection) -
 
 
 def _relation(db: psycopg.Connection, question: str, max_hops: int = 3) -> Relation | None:
+    target = target_of(question)
+    assert target is not None, question
     concepts = concepts_in(db, question)
-    terms = question_terms(db, question, names=_labels(db, [n for n, defined in concepts if defined]))
-    return best_relation(db, question, terms, [n for n, _ in concepts], max_hops)
+    terms = question_terms(db, question, names=labels(db, [n for n, defined in concepts if defined]))
+    return best_relation(db, target, terms, [n for n, _ in concepts], max_hops)
 
 
 def test_the_chain_to_a_node_of_the_asked_kind_answers(db: psycopg.Connection) -> None:

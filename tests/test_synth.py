@@ -2,10 +2,11 @@
 checked against the evidence they cite (served by a local OpenAI-compatible server), refusals."""
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from openai_server import openai_server
@@ -13,9 +14,11 @@ from openai_server import openai_server
 from tortus_pg.db import tenant_scope
 from tortus_pg.evidence import Evidence
 from tortus_pg.llm import ChatClient
+from tortus_pg.query.question import Question
 from tortus_pg.query.refusal import Refusal
 from tortus_pg.query.support import THRESHOLD, model_for
-from tortus_pg.synth import LLMSynthesizer, Synthesis, lexemes, synthesize
+from tortus_pg.query.terms import lexemes, question_terms
+from tortus_pg.synth import LLMSynthesizer, Synthesis, synthesize
 
 CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated at least every 90 days."
 OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."
@@ -34,6 +37,12 @@ def db(demo: tuple[Path, dict[str, str]]) -> Iterator[psycopg.Connection]:
         yield conn
 
 
+def ask(db: psycopg.Connection, text: str, names: Sequence[str] = ()) -> Question:
+    """The question as synthesis reads it: its terms weighed by the demo corpus, about `names`
+    (synthesis reads no embedding, and the question names no concept of the graph)."""
+    return Question(text, np.zeros(0, dtype=np.float32), (), (), question_terms(db, text, names=names))
+
+
 def quoted(out: Synthesis) -> list[dict[str, Any]]:
     """The claims the reader chose, answered or kept as the draft of a withheld answer."""
     return out.claims or out.draft
@@ -48,7 +57,7 @@ def llm_answer(*claims: tuple[str, list[int]], answerable: bool = True) -> str:
 
 
 def test_extractive_quotes_the_sentence_and_cites_its_exact_span(db: psycopg.Connection) -> None:
-    out = synthesize(db, "How often must signing keys be rotated?", EVIDENCE)
+    out = synthesize(db, ask(db, "How often must signing keys be rotated?"), EVIDENCE)
     claim = quoted(out)[0]
     assert claim["uri"] == "security/policy.pdf" and claim["page"] == 2 and "90 days" in claim["text"]
     start, end = claim["span"]
@@ -57,21 +66,21 @@ def test_extractive_quotes_the_sentence_and_cites_its_exact_span(db: psycopg.Con
 
 
 def test_a_missing_identifier_withholds_whatever_the_support(db: psycopg.Connection) -> None:
-    missing_id = synthesize(db, "What does clause 7.3.5 require?", EVIDENCE)
+    missing_id = synthesize(db, ask(db, "What does clause 7.3.5 require?"), EVIDENCE)
     assert missing_id.withheld and missing_id.warnings == ["answer withheld: no evidence mentions 7.3.5"]
     assert missing_id.refusal is Refusal.MISSING_IDENTIFIER and missing_id.confidence == 0.0
-    spelled = synthesize(db, "What was the root cause of INC-2025-030?", EVIDENCE)
+    spelled = synthesize(db, ask(db, "What was the root cause of INC-2025-030?"), EVIDENCE)
     assert spelled.warnings == ["answer withheld: no evidence mentions INC-2025-030"]
 
 
 def test_the_answer_is_withheld_below_the_support_threshold_and_kept_as_a_draft(db: psycopg.Connection) -> None:
     # The owner sentence is the best the evidence has for a question it does not answer: its
     # support (the model's, from the signals synthesis measures) decides.
-    off_topic = synthesize(db, "Which vendor prints the quarterly newsletter?", EVIDENCE[1:])
+    off_topic = synthesize(db, ask(db, "Which vendor prints the quarterly newsletter?"), EVIDENCE[1:])
     assert off_topic.withheld and off_topic.refusal is Refusal.LOW_SUPPORT and off_topic.draft
     assert off_topic.confidence == pytest.approx(model_for(None).support(off_topic.signals))
     assert off_topic.confidence < THRESHOLD
-    owned = synthesize(db, "Which team owns Key Vault?", EVIDENCE[1:], names=["Key Vault"])
+    owned = synthesize(db, ask(db, "Which team owns Key Vault?", names=["Key Vault"]), EVIDENCE[1:])
     assert not owned.withheld and owned.confidence >= THRESHOLD and "Platform Team" in (owned.answer or "")
 
 
@@ -83,7 +92,7 @@ STORE = ("Feature Store computes and serves the features that models use. "
 def test_table_rows_are_quoted_but_not_their_header(db: psycopg.Connection) -> None:
     table = [Evidence(3, "Error codes > Ledger errors", "payments/error-codes.html", 0, len(TABLE), None, TABLE,
                       0.0, "seed")]
-    out = synthesize(db, "What does the code E-2107 mean, and may it be retried?", table)
+    out = synthesize(db, ask(db, "What does the code E-2107 mean, and may it be retried?"), table)
     assert [c["text"] for c in quoted(out)] == ["| E-2107 | Ledger write timed out | Yes, same key |"]
 
 
@@ -94,7 +103,7 @@ def test_a_sentence_matching_only_its_heading_is_not_quoted(db: psycopg.Connecti
                          "seed"),
                 Evidence(6, "INC-2025-014 > Impact", "incidents/inc-2025-014.md", 0, len(said), None, said, 0.0,
                          "seed")]
-    out = synthesize(db, "Which error did merchants receive?", evidence, [[0, 1]])
+    out = synthesize(db, ask(db, "Which error did merchants receive?"), evidence, [[0, 1]])
     assert [c["text"] for c in quoted(out)] == [said]
 
 
@@ -116,20 +125,20 @@ def test_the_sentence_about_an_identifier_a_claim_resolves_to_follows_it(db: psy
             "| E-1042 | Upstream TLS handshake failed | Yes |")
     table = seed(12, "Error codes > Transport errors", "payments/error-codes.html", rows)
     evidence = [seed(11, "INC-2025-014 > Summary", INCIDENT, SUMMARY), table]
-    out = synthesize(db, MERCHANTS, evidence, [[0, 1]])
+    out = synthesize(db, ask(db, MERCHANTS), evidence, [[0, 1]])
     assert [c["text"] for c in quoted(out)] == [SUMMARY, "| E-1042 | Upstream TLS handshake failed | Yes |"]
     # The bridge links the chunks even when nothing else groups them.
-    assert "E-1042 | Upstream" in texts(synthesize(db, MERCHANTS, evidence, [[0], [1]]))
+    assert "E-1042 | Upstream" in texts(synthesize(db, ask(db, MERCHANTS), evidence, [[0], [1]]))
     # A claim naming no identifier beyond the question's resolves nothing.
     plain = [seed(11, "INC-2025-014 > Summary", INCIDENT, "Merchants received errors during INC-2025-014."), table]
-    assert "E-1042 | Upstream" not in texts(synthesize(db, MERCHANTS, plain, [[0, 1]]))
+    assert "E-1042 | Upstream" not in texts(synthesize(db, ask(db, MERCHANTS), plain, [[0, 1]]))
 
 
 def test_a_passage_title_repeated_as_its_first_line_is_not_quoted(db: psycopg.Connection) -> None:
     title = "Key Vault (Platform Team service)"
     text = f"{title}\n\nKey Vault stores the signing keys and certificates of the Platform Team."
     passage = [Evidence(8, title, "platform/key-vault.md", 0, len(text), None, text, 0.0, "seed")]
-    out = synthesize(db, "Which team's service is Key Vault?", passage)
+    out = synthesize(db, ask(db, "Which team's service is Key Vault?"), passage)
     assert [c["text"] for c in quoted(out)] == [text.split("\n\n")[1]]
 
 
@@ -138,10 +147,10 @@ MOVED = "ADR-011 moved Postgres Cluster A to hosts with local NVMe drives. The m
 
 def test_a_question_asking_for_a_time_gets_the_sentence_giving_one(db: psycopg.Connection) -> None:
     moved = [Evidence(7, "ADR-011 > Decision", "platform/adr-011.md", 0, len(MOVED), None, MOVED, 0.0, "seed")]
-    out = synthesize(db, "When did ADR-011 move Postgres Cluster A to NVMe drives?", moved)
+    out = synthesize(db, ask(db, "When did ADR-011 move Postgres Cluster A to NVMe drives?"), moved)
     # The first sentence covers every word of the question; the second adds only the date.
     assert [c["text"] for c in quoted(out)] == [MOVED.split(". ")[0] + ".", "The move finished on 12 May 2025."]
-    what = synthesize(db, "Where did ADR-011 move Postgres Cluster A?", moved)
+    what = synthesize(db, ask(db, "Where did ADR-011 move Postgres Cluster A?"), moved)
     assert [c["text"] for c in what.claims] == [MOVED.split(". ")[0] + "."]
 
 
@@ -159,7 +168,7 @@ def test_llm_claims_are_checked_against_the_evidence_they_cite(db: psycopg.Conne
         ("Key Vault is owned by the Platform Team.", [1]),  # cites the wrong evidence
     )
     with openai_server(contents=[reply]) as server, ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
-        out = synthesize(db, "Which team owns Key Vault?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        out = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         prompt = server.bodies("/v1/chat/completions")[0]["messages"][1]["content"]
     assert "[1] " + CLAUSE in prompt and "[2] " + OWNER in prompt
     assert [c["support"] for c in out.claims] == ["supported", "unsupported"]
@@ -173,8 +182,8 @@ def test_llm_without_a_supported_claim_or_saying_unanswerable_withholds(db: psyc
     unanswerable = llm_answer(answerable=False)
     with openai_server(contents=[unsupported, unanswerable]) as server, \
             ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
-        first = synthesize(db, "Which team owns Key Vault?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
-        second = synthesize(db, "Which team owns Key Vault?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        first = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        second = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
     assert first.withheld and first.claims[0]["support"] == "unsupported"
     assert second.withheld and second.warnings == ["answer withheld: the model found no answer"]
 
@@ -182,10 +191,11 @@ def test_llm_without_a_supported_claim_or_saying_unanswerable_withholds(db: psyc
 def test_llm_claims_must_give_the_kind_of_answer_asked_for(db: psycopg.Connection) -> None:
     vague = llm_answer(("Signing keys used to issue authentication tokens must be rotated.", [1]))
     dated = llm_answer(("Signing keys must be rotated at least every 90 days.", [1]))
+    rotated = ask(db, "How often must signing keys be rotated?")
     with openai_server(contents=[vague, dated]) as server, \
             ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
-        first = synthesize(db, "How often must signing keys be rotated?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
-        second = synthesize(db, "How often must signing keys be rotated?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        first = synthesize(db, rotated, EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        second = synthesize(db, rotated, EVIDENCE, synthesizer=LLMSynthesizer(chat))
     assert first.withheld and first.claims[0]["support"] == "supported"
     assert first.warnings == [Refusal.NO_VALUE_OF_TYPE.message("an amount")]
     assert not second.withheld and second.answer is not None and "90 days" in second.answer
@@ -194,6 +204,6 @@ def test_llm_claims_must_give_the_kind_of_answer_asked_for(db: psycopg.Connectio
 def test_refusal_comes_before_the_model_is_asked(db: psycopg.Connection) -> None:
     with openai_server(contents=[llm_answer(("anything", [1]))]) as server, \
             ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
-        out = synthesize(db, "What does error E-1099 mean?", EVIDENCE, synthesizer=LLMSynthesizer(chat))
+        out = synthesize(db, ask(db, "What does error E-1099 mean?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         asked = server.bodies("/v1/chat/completions")
     assert out.withheld and asked == []

@@ -19,7 +19,8 @@ import numpy as np
 import psycopg
 
 from tortus_pg.evidence import Evidence, Reached, chunk_info
-from tortus_pg.synth import SUPPORTED, Synthesis, Terms, cited_text, lexemes
+from tortus_pg.query.terms import Terms, lexemes
+from tortus_pg.synth import SUPPORTED, Synthesis, cited_text
 
 _GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
 _KINDS = {
@@ -174,20 +175,19 @@ def _title(conn: psycopg.Connection, title: str) -> Quote | None:
 
 
 def best_relation(
-    conn: psycopg.Connection, question: str, terms: Terms, seeds: Sequence[int], max_hops: int,
+    conn: psycopg.Connection, target: Target, terms: Terms, seeds: Sequence[int], max_hops: int,
     ts_config: str = "english",
 ) -> Relation | None:
     """The chain of typed edges, at most `max_hops` long, from a node the question names
-    (`seeds`) to a node of the kind it asks for that covers the question best; None when the
-    question asks for no such kind or no chain covers enough of it.
+    (`seeds`) to a node of the kind it asks for (`target`) that covers the question best; None
+    when no chain covers enough of it.
 
     A chain covers the words of its spans and of its nodes' labels and document titles, and the
     words asking for the kind ("architecture decision record"), which its end node answers; not
     the words of the end node's own name, which the question cannot know ("Platform Team"
     sharing "platform" with "the streaming platform"), though the title of the document about
     it counts ("ADR-011: Move Postgres Cluster A to local NVMe storage")."""
-    target = target_of(question)
-    if target is None or not seeds or max_hops < 1 or not terms.total:
+    if not seeds or max_hops < 1 or not terms.total:
         return None
     paths = conn.execute(_PATHS, [list(seeds), max_hops]).fetchall()
     if not paths:

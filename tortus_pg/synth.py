@@ -1,119 +1,34 @@
 """Grounded synthesis: an answer only from selected evidence, or an honest refusal.
 
 Extractive by default: the evidence chain's reader (`query.read`) chooses sentences of the
-evidence, each claim citing the exact span it copies. The question's terms are weighted by
-their IDF in the tenant's BM25 statistics (a term the corpus never uses weighs the most). The
-answer is withheld when its support (`query.support`, calibrated on public data) is below the
-threshold, or when the evidence misses an identifier the question names (an error code,
-clause or version must match exactly). An optional LLM synthesizer writes the answer instead;
-its claims are checked against the evidence they cite.
+evidence for the question's weighted terms (`query.terms`), each claim citing the exact span
+it copies. The answer is withheld when its support (`query.support`, calibrated on public
+data) is below the threshold, or when the evidence misses an identifier the question names (an
+error code, clause or version must match exactly). An optional LLM synthesizer writes the
+answer instead; its claims are checked against the evidence they cite.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
-from tortus_pg.answer_type import AnswerType, expected_type
+from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
 from tortus_pg.query.compare import comparison_of, lead_with_pick
 from tortus_pg.query.read import Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
 from tortus_pg.query.support import THRESHOLD, model_for
+from tortus_pg.query.terms import Terms, lexemes
 
-_PUNCTUATION = "\"'()[]{}<>,;:!?."
+if TYPE_CHECKING:
+    from tortus_pg.query.question import Question
+
 SUPPORTED = 0.5  # share of the question's weight a relation chain, or the LLM synthesizer's evidence, must cover
-# Words that frame a question rather than say what it is about.
-FRAME_WORDS = frozenset(
-    ["say", "mean", "tell", "describ", "explain", "requir", "indic", "happen", "know", "call", "name", "doe", "like",
-     "whose"]
-)
-
-_TERMS = """
-with q as (select distinct t.lexeme from unnest(to_tsvector(%(cfg)s::regconfig, %(q)s)) as t)
-select q.lexeme, coalesce(t.df, 0), c.n, q.lexeme = any(tortus.identifier_lexemes(%(q)s, %(cfg)s::regconfig))
-from q
-cross join (select coalesce(max(n_docs), 0) as n from tortus.bm25_corpus
-            where tenant_id = tortus.current_tenant()) c
-left join tortus.bm25_term t on t.tenant_id = tortus.current_tenant() and t.lexeme = q.lexeme
-"""
-
-_LEXEMES = """
-select coalesce(array(select l.lexeme from unnest(to_tsvector(%(cfg)s::regconfig, x.t)) as l), '{}')
-from unnest(%(texts)s::text[]) with ordinality as x(t, i) order by x.i
-"""
-
-
-@dataclass(frozen=True)
-class Terms:
-    """The question's content lexemes with their weights, which are identifiers, and the names
-    of the things the question is about (each a set of lexemes the answer's chain must have)."""
-
-    weights: dict[str, float]
-    identifiers: frozenset[str]
-    names: dict[str, frozenset[str]] = field(default_factory=dict)
-    spelled: dict[str, str] = field(default_factory=dict)  # identifier lexeme -> as the question writes it
-
-    @property
-    def total(self) -> float:
-        return sum(self.weights.values())
-
-    def covered(self, lexemes: set[str]) -> float:
-        share = sum(w for t, w in sorted(self.weights.items()) if t in lexemes) / self.total if self.total else 0.0
-        return round(share, 9)
-
-
-def question_terms(
-    conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = (),
-) -> Terms:
-    """Lexemes of the question (minus framing words) weighted by IDF (terms no document uses weigh most),
-    and the lexemes of the `names` the question is about."""
-    rows = conn.execute(_TERMS, {"q": question, "cfg": ts_config}).fetchall()
-    weights = {}
-    for lexeme, df, n, _ in rows:
-        if lexeme in FRAME_WORDS:
-            continue
-        weights[lexeme] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    found = dict(zip(names, lexemes(conn, names, ts_config), strict=True))
-    identifiers = frozenset(r[0] for r in rows if r[3])
-    tokens = [t.strip(_PUNCTUATION) for t in question.split()]
-    spelled = {i: next((t for t in tokens if i in t.casefold()), i) for i in identifiers}
-    return Terms(weights, identifiers, {n: frozenset(found[n]) for n in names if found[n]}, spelled)
-
-
-LEXEME_CACHE = 5_000  # texts whose lexemes are remembered (per database and configuration)
-_lexeme_cache: OrderedDict[tuple[str, str, str, str], frozenset[str]] = OrderedDict()
-
-
-def lexemes(conn: psycopg.Connection, texts: Sequence[str], ts_config: str = "english") -> list[set[str]]:
-    """The lexemes of each text, as BM25 sees them. Synthesis asks for the same evidence
-    sentences several times per answer, and the same chunks recur across questions, so only
-    texts not seen before go to the server."""
-    place = (conn.info.host, conn.info.dbname, ts_config)
-    missing = list(dict.fromkeys(t for t in texts if (*place, t) not in _lexeme_cache))
-    if missing:
-        rows = conn.execute(_LEXEMES, {"texts": missing, "cfg": ts_config}).fetchall()
-        for text, row in zip(missing, rows, strict=True):
-            _lexeme_cache[(*place, text)] = frozenset(row[0])
-    found = []
-    for text in texts:
-        _lexeme_cache.move_to_end((*place, text))
-        found.append(set(_lexeme_cache[(*place, text)]))
-    while len(_lexeme_cache) > LEXEME_CACHE:
-        _lexeme_cache.popitem(last=False)
-    return found
-
-
-def coverage_of(conn: psycopg.Connection, terms: Terms, texts: Sequence[str], ts_config: str = "english") -> float:
-    """Share of the question's weight (`question_terms`) that the texts contain together."""
-    found = set().union(*lexemes(conn, texts, ts_config)) if texts else set()
-    return terms.covered(found)
 
 
 class Source(Protocol):
@@ -168,8 +83,8 @@ class Similarity(Protocol):
 
 class Synthesizer(Protocol):
     def __call__(
-        self, conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
-        terms: Terms, ts_config: str,
+        self, conn: psycopg.Connection, question: Question, evidence: Sequence[Source],
+        chains: Sequence[Sequence[int]], terms: Terms, ts_config: str,
     ) -> Synthesis: ...
 
 
@@ -262,7 +177,7 @@ def best_chain(
 
 
 def _read(
-    conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+    conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str, kind: AnswerType | None, similarity: Similarity | None, bridges: bool,
 ) -> tuple[list[dict[str, Any]], set[str], float]:
     """The claims the evidence chain gives (`query.read`), the lexemes they cover, and the best
@@ -272,7 +187,7 @@ def _read(
         return [], set(), 0.0
     found = lexemes(conn, [*(s.text for s in sentences), *(e.label for e in evidence)], ts_config)
     own, headings = found[: len(sentences)], found[len(sentences):]
-    asked = frozenset(w.casefold() for w in re.findall(r"\w+", question))
+    asked = question.asked
     dense = _dense(similarity, evidence, sentences, own, headings, terms) if similarity else None
     # Without bridges (a hop budget under two) a chain is one document: crossing to another is a hop.
     group = {i: n for n, chain in enumerate(chains) for i in chain} if bridges else \
@@ -320,7 +235,7 @@ def _dense(
 
 
 def extractive(
-    conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+    conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str = "english", similarity: Similarity | None = None, bridges: bool = True,
 ) -> Synthesis:
     """Read the evidence chain (`query.read`) and answer with its sentences when the support
@@ -330,7 +245,7 @@ def extractive(
     the question asks for (a time, a sum …) that no claim gives."""
     _, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
     missing = sorted(t for t in terms.weights if t not in found)
-    kind = expected_type(question)
+    kind = question.answer_type
     claims, covered, dense = _read(conn, question, evidence, chains, terms, ts_config, kind, similarity, bridges)
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
     signals = {"coverage": coverage, "named": float(bool(terms.names)), **({"dense": dense} if similarity else {})}
@@ -350,23 +265,23 @@ def extractive(
 
 def synthesize(
     conn: psycopg.Connection,
-    question: str,
+    question: Question,
     evidence: Sequence[Source],
     chains: Sequence[Sequence[int]] | None = None,
     *,
     ts_config: str = "english",
     synthesizer: Synthesizer | None = None,
-    names: Sequence[str] = (),
-    terms: Terms | None = None,
     similarity: Similarity | None = None,
     bridges: bool = True,
 ) -> Synthesis:
-    """An answer from `evidence` alone (extractive unless another synthesizer is given); `chains`
-    groups evidence that may answer together (default: all of it); `names` are what the question
-    is about, which the answering chain must mention; `terms` the question's, when already known;
-    `similarity` scores texts against the question for the reader; without `bridges` (a hop
-    budget under two) the reader follows none."""
-    terms = terms or question_terms(conn, question, ts_config, names)
+    """An answer to `question`, whose terms are weighed, from `evidence` alone (extractive unless
+    another synthesizer is given); `chains` groups evidence that may answer together (default:
+    all of it); the names in its terms are what the question is about, which the answering
+    chain must mention; `similarity` scores texts against the question for the reader; without
+    `bridges` (a hop budget under two) the reader follows none."""
+    terms = question.terms
+    if terms is None:
+        raise ValueError("synthesis needs the question's weighted terms")
     groups = chains if chains is not None else [list(range(len(evidence)))]
     if synthesizer is not None:
         return synthesizer(conn, question, evidence, groups, terms, ts_config)
@@ -415,8 +330,8 @@ class LLMSynthesizer:
         self.model = model
 
     def __call__(
-        self, conn: psycopg.Connection, question: str, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
-        terms: Terms, ts_config: str = "english",
+        self, conn: psycopg.Connection, question: Question, evidence: Sequence[Source],
+        chains: Sequence[Sequence[int]], terms: Terms, ts_config: str = "english",
     ) -> Synthesis:
         chain, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
         missing = sorted(t for t in terms.weights if t not in found)
@@ -425,9 +340,8 @@ class LLMSynthesizer:
             refusal, detail = verdict
             return Synthesis(None, True, 0.0, [], coverage, missing, [refusal.message(detail)], refusal=refusal)
         numbered = "\n\n".join(f"[{n}] {evidence[i].text}" for n, i in enumerate(chain, 1))
-        reply = self.model.complete_json(
-            _LLM_SYSTEM, f"Question: {question}\n\nEvidence:\n{numbered}", _LLM_SCHEMA, schema_name="grounded_answer"
-        )
+        reply = self.model.complete_json(_LLM_SYSTEM, f"Question: {question.text}\n\nEvidence:\n{numbered}",
+                                         _LLM_SCHEMA, schema_name="grounded_answer")
         drafted = [c for c in reply["claims"] if c["text"].strip()]
         if not reply["answerable"] or not drafted:
             return Synthesis(None, True, 0.0, [], coverage, missing, [Refusal.MODEL_DECLINED.message()],
@@ -452,7 +366,7 @@ class LLMSynthesizer:
         if not any(c["support"] == "supported" for c in claims):
             return Synthesis(None, True, 0.0, claims, coverage, missing, [Refusal.MODEL_UNSUPPORTED.message(), *notes],
                              refusal=Refusal.MODEL_UNSUPPORTED)
-        kind = expected_type(question)
+        kind = question.answer_type
         if kind is not None and kind.required and not any(kind.given_by(c["text"]) for c in claims
                                                           if c["support"] == "supported"):
             return Synthesis(None, True, 0.0, claims, coverage, missing,

@@ -8,10 +8,11 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from tortus_pg.engine import answer, question_concepts
+from tortus_pg.engine import answer
 from tortus_pg.eval.strategies import Hybrid, StrategyResult, hit_ids, register, source_ids
 from tortus_pg.indexing import store_layout
 from tortus_pg.policy import TraversalPolicy
+from tortus_pg.query.question import question_concepts
 from tortus_pg.retrieve import rrf
 
 SEEDS = 5

@@ -1,0 +1,98 @@
+"""The reasoning path behind the evidence: a search hop for each seed, then the walk's edges,
+each with the spans that state it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from tortus_pg.evidence import Evidence, Reached
+from tortus_pg.query.state import Link
+from tortus_pg.retrieve import Hit
+
+SHARDS = 8  # torus cells a distributed deployment would place on separate nodes
+
+_ALL_HOPS = """
+select p.i, h.* from jsonb_to_recordset(%s) as p(i integer, path bigint[], types text[], dirs text[])
+cross join lateral tortus.path_hops(p.path, p.types, p.dirs) h
+order by p.i, h.hop
+"""
+_SHARDS = """
+select node_id, tortus.shard_of(theta, phi, %s) from tortus.node
+where tenant_id = tortus.current_tenant() and node_id = any(%s::bigint[]) and theta is not null
+"""
+
+
+def linked_paths(cited: Sequence[Evidence], links: Sequence[Link], reached: dict[int, Reached]) -> dict[int, Reached]:
+    """The reasoning path of a cited chunk that no walk reached but that is about what another
+    cited chunk names: naming chunk -> concept -> chunk about it, two hops."""
+    ids = {e.node_id for e in cited}
+    found = {}
+    for a, b, concept, kind in links:
+        if a in ids and b in ids and b not in found and not (b in reached and reached[b].edge_types):
+            why = "defines it" if kind == "defines" else "is part of the document about it"
+            found[b] = Reached(b, 2, [a, concept, b], ["mentions", kind], ["out", "in"],
+                               ["the cited evidence names it", why], 0.0, None, 1.0, 2)
+    return found
+
+
+def paths(
+    conn: psycopg.Connection, evidence: Sequence[Evidence], hits: Sequence[Hit], reached: dict[int, Reached]
+) -> list[dict[str, Any]]:
+    """The hops that lead to each evidence chunk: a search hop for seeds, then the walk's edges."""
+    seeds = {h.node_id: h for h in hits}
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[int, int, str]] = set()
+    hops = _hops(conn, [r for e in evidence if (r := reached.get(e.node_id)) is not None and r.edge_types])
+    for e in evidence:
+        r = reached.get(e.node_id)
+        start = r.path[0] if r is not None and r.path else e.node_id
+        hit = seeds.get(start)
+        if hit is not None and (0, start, "search") not in seen:
+            seen.add((0, start, "search"))
+            out.append({
+                "from": "question", "to": hit.label, "to_id": start, "edge_type": "search", "weight": hit.score,
+                "reason": f"hybrid search rank {hit.rank} "
+                f"(bm25 {hit.bm25_rank or '-'}, vector {hit.vector_rank or '-'})",
+                "evidence": [{"uri": hit.uri, "span": [hit.start_char, hit.end_char], "page": hit.page,
+                              "text": hit.text}],
+            })
+        if r is None or not r.edge_types:
+            continue
+        for hop, src, src_label, dst, dst_label, edge_type, weight, items in hops.get(e.node_id, []):
+            if (src, dst, edge_type) in seen:
+                continue
+            seen.add((src, dst, edge_type))
+            out.append({
+                "from": src_label, "from_id": src, "to": dst_label, "to_id": dst, "edge_type": edge_type,
+                "weight": weight, "reason": r.reasons[hop - 1] if hop - 1 < len(r.reasons) else None,
+                "torus_distance": r.torus_distance if dst == r.node_id else None,
+                "evidence": [{"uri": i["uri"], "span": [i["start"], i["end"]], "page": i["page"], "text": i["text"]}
+                             for i in items],
+            })
+    return _mark_shard_crossings(conn, out)
+
+
+def _hops(conn: psycopg.Connection, walked: Sequence[Reached]) -> dict[int, list[tuple[Any, ...]]]:
+    """The hops of each walked path, by the chunk it reached."""
+    hops: dict[int, list[tuple[Any, ...]]] = {}
+    if walked:  # one statement for all paths: each call of the SQL function is planned anew
+        for ordinal, *row in conn.execute(_ALL_HOPS, [Jsonb([
+            {"i": i, "path": r.path, "types": r.edge_types, "dirs": r.directions} for i, r in enumerate(walked)
+        ])]).fetchall():
+            hops.setdefault(walked[ordinal].node_id, []).append(tuple(row))
+    return hops
+
+
+def _mark_shard_crossings(conn: psycopg.Connection, hops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flag the hops whose ends lie in different torus shards (a distributed deployment pays a
+    network round trip for each)."""
+    ids = {h[k] for h in hops for k in ("from_id", "to_id") if h.get(k) is not None}
+    shard: dict[int, int] = dict(conn.execute(_SHARDS, [SHARDS, list(ids)]).fetchall()) if ids else {}
+    for h in hops:
+        a, b = shard.get(h.get("from_id") or -1), shard.get(h.get("to_id") or -1)
+        h["shard_crossing"] = a is not None and b is not None and a != b
+    return hops

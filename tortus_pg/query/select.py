@@ -1,0 +1,105 @@
+"""Evidence selection: the best-ranked chunks that fit the token budget, spread over documents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+
+from tortus_pg.evidence import Chunk, Evidence
+from tortus_pg.query.chains import link
+from tortus_pg.query.state import State
+from tortus_pg.retrieve import Hit
+
+WALK_SLOTS = 2  # evidence places kept for chunks the walk reached
+MAX_PER_SOURCE = 2  # evidence chunks from one document while others are left
+
+
+def select(conn: psycopg.Connection, state: State) -> None:
+    """Stage: the evidence (`select_evidence`), how the walk reached each chunk, and the links
+    among the chunks (`chains.link`)."""
+    options = state.options
+    state.evidence = select_evidence(state.ranking, state.info, state.hits, state.scores, options.k,
+                                     options.policy.max_tokens)
+    state.routes = {r.node_id: r for r in state.reached}
+    link(conn, state)
+
+
+def select_evidence(
+    ranking: Sequence[int], info: dict[int, Chunk], hits: Sequence[Hit], scores: dict[int, float], k: int,
+    max_tokens: int,
+) -> list[Evidence]:
+    """The best-ranked chunks that fit the token budget (at least the first, cut to fit), at most
+    MAX_PER_SOURCE from one document while others are left (a second document reached through
+    the graph is worth more than a fourth section of the first), unless the document is the one
+    about an identifier the question names; documents titled with another identifier then come
+    after the other search hits."""
+    seeds = {h.node_id: h for h in hits}
+    ordered = [n for n in ranking if n in info]
+    # The document headed by an identifier the question names is about it: no cap on its chunks.
+    about = {info[h.node_id].uri for h in hits if h.heading_match and h.node_id in info}
+    if about:
+        ordered = _lexical_within(ordered, about, info, seeds)
+    per_source: dict[str, int] = {}
+    first_pass = []
+    for n in ordered:
+        if info[n].uri in about or per_source.get(info[n].uri, 0) < MAX_PER_SOURCE:
+            per_source[info[n].uri] = per_source.get(info[n].uri, 0) + 1
+            first_pass.append(n)
+    # Once a document is about the identifier the question names, a document titled with another
+    # identifier (the incident next to the one asked about) reads alike but answers nothing.
+    searched = sorted((n for n in first_pass if n not in scores),
+                      key=lambda n: bool(about) and info[n].titled and info[n].uri not in about)
+    # The walk's best chunks from other documents get the last WALK_SLOTS places: the second hop
+    # an answer needs is often a section that mentions the bridge concept rather than the
+    # document defining it.
+    head = searched[: max(k - WALK_SLOTS, 1)]
+    seen = {info[n].uri for n in head}
+    walked = sorted((n for n in scores if n in info and info[n].uri not in seen), key=lambda n: (-scores[n], n))
+    candidates = list(dict.fromkeys([*head, *walked[:WALK_SLOTS], *first_pass, *ordered]))
+    return _within_budget(candidates, info, seeds, scores, k, max_tokens)
+
+
+def _within_budget(
+    candidates: Sequence[int], info: dict[int, Chunk], seeds: dict[int, Hit], scores: dict[int, float], k: int,
+    max_tokens: int,
+) -> list[Evidence]:
+    """The first k candidates that fit `max_tokens` words together; the first is cut to fit."""
+    chosen: list[Evidence] = []
+    used = 0
+    for node_id in candidates:
+        chunk = info[node_id]
+        words = chunk.text.split()
+        if used + len(words) > max_tokens:
+            if chosen:
+                continue
+            text = chunk.text[: len(" ".join(words[:max_tokens]))]
+        else:
+            text = chunk.text
+        used += len(text.split())
+        origin = "seed" if node_id in seeds else "walk"
+        score = seeds[node_id].score if node_id in seeds else scores.get(node_id, 0.0)
+        chosen.append(Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.start + len(text), chunk.page,
+                               text, score, origin))
+        if len(chosen) == k:
+            break
+    return chosen
+
+
+def _lexical_within(
+    ordered: Sequence[int], about: set[str], info: dict[int, Chunk], seeds: dict[int, Hit]
+) -> list[int]:
+    """`ordered` with the chunks of the documents in `about` re-ordered among their own places by
+    BM25 rank (chunks BM25 did not find after those it did, in their order). The sections of the
+    document about an identifier share its topic, so dense vectors find them all alike; what
+    tells them apart is what each says ("Merchants received E-1042" against "What went well")."""
+    places = [i for i, n in enumerate(ordered) if info[n].uri in about]
+
+    def lexical(n: int) -> tuple[bool, int]:
+        rank = seeds[n].bm25_rank if n in seeds else None
+        return rank is None, rank or 0
+
+    out = list(ordered)
+    for place, n in zip(places, sorted((ordered[i] for i in places), key=lexical), strict=True):
+        out[place] = n
+    return out
