@@ -30,6 +30,9 @@ def test_the_text_is_read_once_into_answer_type_words_and_target() -> None:
     assert q.asked == {"when", "did", "adr", "011", "move", "postgres", "cluster", "a"}
     assert q.target is None
     assert Question(OWNER, VECTOR, (), (), None).target == Target("group", "team")
+    assert q.comparison is None
+    compared = Question("Which film came out first, Red Dust or Blue Hour?", VECTOR, (), (), None).comparison
+    assert compared is not None and compared.options == ("Red Dust", "Blue Hour")
 
 
 def test_the_defined_concepts_it_names_are_the_names_its_answer_must_mention(db: psycopg.Connection) -> None:

@@ -19,7 +19,7 @@ import psycopg
 
 from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
-from tortus_pg.query.compare import comparison_of, lead_with_pick
+from tortus_pg.query.compare import lead_with_pick
 from tortus_pg.query.read import Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
 from tortus_pg.query.support import THRESHOLD, model_for
@@ -196,7 +196,7 @@ def _read(
     reading = read_chain(sentences, own, [headings[s.evidence] for s in sentences], [e.label for e in evidence],
                          terms.weights, kind, asked, dense, [group.get(i, -1 - i) for i in range(len(evidence))],
                          keyed, bridges)
-    comparison = comparison_of(question)
+    comparison = question.comparison
     if comparison is not None:  # "…, A or B?": the values compared lead, the option they favour answers
         reading = lead_with_pick(reading, comparison, sentences, [e.label for e in evidence], terms.weights, own)
     claims = []

@@ -15,6 +15,7 @@ from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.types import Document
 from tortus_pg.policy import TraversalPolicy
 from tortus_pg.query.clock import Clock
+from tortus_pg.query.compare import Comparison, comparison_of
 from tortus_pg.query.terms import Terms, question_terms
 from tortus_pg.relations import Target, target_of
 
@@ -23,8 +24,8 @@ from tortus_pg.relations import Target, target_of
 class Question:
     """A question as the stages read it: its text and embedding, the graph's concepts it names,
     its weighted terms (with its identifiers and the names it must be answered about), and what
-    its text says once read: the answer type its opening asks for, its words, and the kind of
-    node a "Which …" question asks for."""
+    its text says once read: the answer type its opening asks for, its words, the kind of node a
+    "Which …" question asks for, and the two things a comparison question compares."""
 
     text: str
     vector: np.ndarray
@@ -36,12 +37,14 @@ class Question:
     answer_type: AnswerType | None = field(init=False)
     asked: frozenset[str] = field(init=False)  # its words, casefolded
     target: Target | None = field(init=False)
+    comparison: Comparison | None = field(init=False)  # "…, A or B?" with a comparative
 
     def __post_init__(self) -> None:
         # Read from the text here, once, whoever builds the question.
         object.__setattr__(self, "answer_type", expected_type(self.text))
         object.__setattr__(self, "asked", frozenset(w.casefold() for w in re.findall(r"\w+", self.text)))
         object.__setattr__(self, "target", target_of(self.text))
+        object.__setattr__(self, "comparison", comparison_of(self.text))
 
 
 def analyse(
