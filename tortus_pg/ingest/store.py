@@ -275,26 +275,10 @@ def _insert_edges(
             best = typed.get((src, dst, e.type))
             if best is None or e.confidence > best[0]:
                 typed[(src, dst, e.type)] = (e.confidence, e.rule, e.evidence.start, e.evidence.end)
-    spans: list[tuple[int, int, int]] = []
-    if mentions:
-        rows = conn.execute(
-            "insert into tortus.edge (tenant_id, src, dst, type, weight, source_id, provenance) "
-            "select tortus.current_tenant(), a, b, 'mentions', %s, %s, %s from unnest(%s::bigint[], %s::bigint[]) "
-            "as t(a, b) returning src, dst, edge_id",
-            [MENTION_WEIGHT, source_id, Jsonb({"rule": "mention"}), [a for a, _ in mentions], [b for _, b in mentions]],
-        ).fetchall()
-        spans += [(*mentions[(a, b)], i) for a, b, i in rows]
     # The defining chunk is the evidence of its definition.
     defines = {(chunk_ids[c], concept_ids[key]): (chunks[c].start, chunks[c].end) for c, key in extraction.defines}
-    if defines:
-        rows = conn.execute(
-            "insert into tortus.edge (tenant_id, src, dst, type, weight, source_id, provenance) "
-            "select tortus.current_tenant(), a, b, 'defines', %s, %s, %s from unnest(%s::bigint[], %s::bigint[]) "
-            "as t(a, b) returning src, dst, edge_id",
-            [DEFINES_WEIGHT, source_id, Jsonb({"rule": "title_or_clause_heading"}), [a for a, _ in defines],
-             [b for _, b in defines]],
-        ).fetchall()
-        spans += [(*defines[(a, b)], i) for a, b, i in rows]
+    spans = [*_source_edges(conn, source_id, "mentions", MENTION_WEIGHT, "mention", mentions),
+             *_source_edges(conn, source_id, "defines", DEFINES_WEIGHT, "title_or_clause_heading", defines)]
     if typed:
         rows = conn.execute(
             """
@@ -319,6 +303,23 @@ def _insert_edges(
             [source_id, [x[0] for x in spans], [x[1] for x in spans], [x[2] for x in spans]],
         )
     return len(spans)
+
+
+def _source_edges(
+    conn: psycopg.Connection, source_id: int, type_: str, weight: float, rule: str,
+    pairs: dict[tuple[int, int], tuple[int, int]],
+) -> list[tuple[int, int, int]]:
+    """Insert edges of one source (`pairs`: (src, dst) -> the span stating it); their spans as
+    (start, end, edge id)."""
+    if not pairs:
+        return []
+    rows = conn.execute(
+        "insert into tortus.edge (tenant_id, src, dst, type, weight, source_id, provenance) "
+        "select tortus.current_tenant(), a, b, %s, %s, %s, %s from unnest(%s::bigint[], %s::bigint[]) "
+        "as t(a, b) returning src, dst, edge_id",
+        [type_, weight, source_id, Jsonb({"rule": rule}), [a for a, _ in pairs], [b for _, b in pairs]],
+    ).fetchall()
+    return [(*pairs[(a, b)], i) for a, b, i in rows]
 
 
 def _memberships(conn: psycopg.Connection, subgraphs: Sequence[str], node_ids: Sequence[int]) -> None:
