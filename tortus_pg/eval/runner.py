@@ -86,6 +86,20 @@ def _clear(conn: psycopg.Connection, tenant: str) -> None:
             conn.execute(sql.SQL("delete from tortus.{}").format(sql.Identifier(table)))
 
 
+def _wanted(dataset: Dataset, embedder: Embedder, files: Sequence[Path], total: int, prefix: str) -> dict[str, Any]:
+    """What a snapshot of the dataset's corpus records, to be reused only when all of it matches."""
+    return {
+        "corpus_sha256": _fingerprint(files),
+        "passages": total,
+        "embedder": embedder.name,
+        "uri_prefix": prefix,
+        "graph_version": GRAPH_VERSION,
+        # Twins leave passages out: a snapshot of the same corpus with other gaps is another snapshot.
+        **({"excluded": hashlib.sha256("\n".join(sorted(dataset.excluded)).encode()).hexdigest()}
+           if dataset.excluded else {}),
+    }
+
+
 def prepare(
     conn: psycopg.Connection,
     dataset: Dataset,
@@ -110,16 +124,7 @@ def prepare(
     passages = [] if specs else [p for p in read_passages(dataset.corpus_path) if p.id not in dataset.excluded]
     files = [dataset.corpus_path, *(Path(s.location) for s in specs if not s.is_url)]
     total = len(specs or passages)
-    wanted: dict[str, Any] = {
-        "corpus_sha256": _fingerprint(files),
-        "passages": total,
-        "embedder": embedder.name,
-        "uri_prefix": prefix,
-        "graph_version": GRAPH_VERSION,
-        # Twins leave passages out: a snapshot of the same corpus with other gaps is another snapshot.
-        **({"excluded": hashlib.sha256("\n".join(sorted(dataset.excluded)).encode()).hexdigest()}
-           if dataset.excluded else {}),
-    }
+    wanted = _wanted(dataset, embedder, files, total, prefix)
     with conn.transaction():
         tenants.create_tenant(conn, tenant)
     recorded, count = _snapshot(conn, tenant)
