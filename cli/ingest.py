@@ -39,14 +39,7 @@ def ingest(
 ) -> None:
     """Ingest documents (.md .mdx .txt .html .htm .pdf, directories, URLs) into the concept graph."""
     s = settings(ctx)
-    specs = []
-    if demo:
-        specs += sources.from_manifest(sources.demo_manifest(), uri_base="demo")
-    if manifest is not None:
-        specs += sources.from_manifest(manifest)
-    specs += sources.resolve(list(targets or []), subgraph, tuple(include), tuple(exclude))
-    if not specs:
-        raise InvalidInput("nothing to ingest: give files, directories, URLs, --manifest or --demo")
+    specs = _specs(targets, manifest, demo, subgraph, include, exclude)
     embedder = make_embedder(
         s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
     )
@@ -75,6 +68,32 @@ def ingest(
         if reindex and (summary.count("ingested") or summary.count("updated")):
             bar.update(task, description="indexing")
             report = build_index(conn, s.tenant)
+    _print_summary(summary, report, extractor)
+    if summary.failed:
+        raise typer.Exit(1)
+
+
+def _specs(
+    targets: list[str] | None, manifest: Path | None, demo: bool, subgraph: str | None, include: list[str],
+    exclude: list[str],
+) -> list[sources.SourceSpec]:
+    """The sources the command names: the demo's, a manifest's, and the targets'."""
+    specs = []
+    if demo:
+        specs += sources.from_manifest(sources.demo_manifest(), uri_base="demo")
+    if manifest is not None:
+        specs += sources.from_manifest(manifest)
+    specs += sources.resolve(list(targets or []), subgraph, tuple(include), tuple(exclude))
+    if not specs:
+        raise InvalidInput("nothing to ingest: give files, directories, URLs, --manifest or --demo")
+    return specs
+
+
+def _print_summary(
+    summary: pipeline.IngestSummary, report: IndexReport | None, extractor: LLMExtractor | None,
+) -> None:
+    """What was ingested, the index rebuilt, the LLM's token ledger, and every source that
+    warned or failed."""
     chunks = sum(r.chunks for r in summary.results)
     console.print(
         f"{summary.count('ingested')} ingested, {summary.count('updated')} updated, "
@@ -93,8 +112,6 @@ def ingest(
         console.print(f"[yellow]warning[/] {r.uri}: {'; '.join(r.warnings)}")
     for uri, reason in summary.failed:
         console.print(f"[red]failed[/] {uri}: {reason}")
-    if summary.failed:
-        raise typer.Exit(1)
 
 
 def llm_extractor(s: Settings) -> LLMExtractor:

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 from rich.tree import Tree
 
+from tortus_pg.config import Settings
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.engine import Answer, answer
@@ -73,18 +74,20 @@ def query(
         "portal_preference": portal_preference, "failover_level": failover_level, "local_only": local_only,
         "explain": explain, "no_personalization": no_personalization,
     })
-    synthesizer = None
-    if llm:
-        if not (s.llm_base_url and s.llm_model):
-            raise typer.BadParameter("set llm_base_url and llm_model (tortus.toml or TORTUS_LLM_*)", param_hint="--llm")
-        synthesizer = LLMSynthesizer(ChatClient(s.llm_base_url, s.llm_api_key, s.llm_model))
     with owner_connection(ctx) as conn, tenant_scope(conn, s.tenant):
         result = answer(conn, text, embedder=embedder, policy=policy, k=k, ts_config=s.text_search_config,
-                        synthesizer=synthesizer, warnings=warnings)
+                        synthesizer=_synthesizer(s) if llm else None, warnings=warnings)
     if as_json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
         _render(result, explain)
+
+
+def _synthesizer(s: Settings) -> LLMSynthesizer:
+    """The LLM synthesizer at the configured endpoint."""
+    if not (s.llm_base_url and s.llm_model):
+        raise typer.BadParameter("set llm_base_url and llm_model (tortus.toml or TORTUS_LLM_*)", param_hint="--llm")
+    return LLMSynthesizer(ChatClient(s.llm_base_url, s.llm_api_key, s.llm_model))
 
 
 def _hits_table(hits: list[Any]) -> None:
