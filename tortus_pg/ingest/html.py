@@ -99,7 +99,12 @@ def html_to_text(markup: str) -> str:
             else:
                 stack.extend(reversed(node.contents))
     flush()
+    return _joined(blocks)
 
+
+def _joined(blocks: list[tuple[str, str]]) -> str:
+    """Blocks separated by blank lines; adjacent items of one group (list items, table rows) by
+    single line breaks."""
     parts: list[str] = []
     for i, (text, group) in enumerate(blocks):
         if i:
