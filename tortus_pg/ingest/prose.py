@@ -3,7 +3,8 @@
 Handbooks state facts in forms that a "X <cue> Y" pattern misses:
 
 - key–value lines: "Owner: Trade Compliance Engineering", "**Lead:** Harriet Nkemelu",
-  "Services owned: Billing, Ledger"; their subject is the document's title entity;
+  "Services owned: Billing, Ledger", and the rows of a two-column table with an empty header;
+  their subject is the document's title entity, or the one thing the heading above them names;
 - table rows: "| kestrel-2 | PostgreSQL 15 | Customs Gateway |", whose subject is the row's first
   cell and whose relation is named by the column's header;
 - sentences whose subject refers to the title entity ("It is owned by …", "The team also
