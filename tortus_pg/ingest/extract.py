@@ -343,6 +343,7 @@ class _Sentence:
     tokens: list[Span]
     in_code: bool
     hits: list[_Hit]
+    keys: list[prose.KeyValue]  # its "Key: value" lines
 
 
 _CLAUSE_HEADING = re.compile(r"^\d+(?:\.\d+)+$")
@@ -400,7 +401,7 @@ def extract_concepts(doc: Document, chunks: list[Chunk], *, title: str | None = 
     _add_key_phrases(text, sentences)
     for sent in sentences:
         # The key of a "Key: value" line names a field, not a thing.
-        keys = [kv.key_span for kv in prose.key_values(text, sent.start, sent.end)]
+        keys = [k.key_span for k in sent.keys]
         sent.hits = [h for h in sent.hits if not any(s <= h.start and h.end <= e for s, e in keys)]
     concepts, defines = _definitions(chunks, title_key, _concepts(title_hits, title_key, chunks[0].index, sentences))
     return Extraction(concepts=concepts, edges=_edges(text, sentences, title_hits[0] if title_hits else None),
@@ -414,7 +415,7 @@ def _sentences(doc: Document, chunks: list[Chunk]) -> list[_Sentence]:
         for s, e in sentence_spans(doc.text, chunk.start, chunk.end):
             in_code = any(fs <= s < fe for fs, fe in fences)
             tokens = [m.span() for m in _TOKEN.finditer(doc.text, s, e)]
-            out.append(_Sentence(chunk.index, s, e, tokens, in_code, []))
+            out.append(_Sentence(chunk.index, s, e, tokens, in_code, [], prose.key_values(doc.text, s, e)))
     return out
 
 
@@ -784,15 +785,21 @@ def _edges(text: str, sentences: list[_Sentence], title: _Hit | None) -> tuple[E
     the other concepts a sentence names together."""
     edges = _Edges()
     subject = title
+    header: list[str] | None = None
+    previous_row = -1  # where the last table row ended: the next row of that table starts a line later
     for sent in sentences:
         hits = [h for h in sent.hits if h.kind]
         if text.startswith("#", sent.start):
             # A heading naming one thing makes it the subject of the key–value lines below it.
             subject = hits[0] if len(hits) == 1 else title
+        cells = prose.table_row(text, sent.start, sent.end)
+        if cells is not None:
+            header = header if sent.start == previous_row + 1 else prose.table_header(text, sent.start)
+            previous_row = sent.end
         if sent.in_code or not hits:
             continue
         linked = _cue_edges(edges, text, sent, hits, title)
-        linked |= _stated_edges(edges, text, sent, hits, subject)
+        linked |= _stated_edges(edges, text, sent, hits, subject, cells, header)
         _cooccurrence_edges(edges, sent, hits, linked)
     return edges.result()
 
@@ -821,14 +828,13 @@ def _cue_edges(edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], titl
 
 
 def _stated_edges(
-    edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], subject: _Hit | None
+    edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], subject: _Hit | None,
+    cells: list[Span] | None, header: list[str] | None,
 ) -> set[frozenset[str]]:
     """Edges a key–value line ("Owner: Team X", under the document's or the heading's subject) or
     a table row (its first cell's concept, related to the others by their column's header)
     states."""
     pairs: list[tuple[_Hit, _Hit, prose.KeyRelation, str, Mention]] = []
-    cells = prose.table_row(text, sent.start, sent.end)
-    header = prose.table_header(text, sent.start) if cells else None
     if cells and header is not None and len(cells) == 2 and not any(header):
         # A two-column table with an empty header is a list of "key | value" lines.
         key = text[cells[0][0]:cells[0][1]].strip("*_ `")
@@ -841,7 +847,7 @@ def _stated_edges(
             for hit in (h for h in hits if start <= h.start and h.end <= end) if first else ():
                 pairs.append((first[0], hit, prose.key_relation(key), key, Mention(sent.chunk, sent.start, sent.end)))
     elif subject is not None and not cells:
-        for kv in prose.key_values(text, sent.start, sent.end):
+        for kv in sent.keys:
             line = Mention(sent.chunk, max(sent.start, text.rfind("\n", 0, kv.key_span[0]) + 1), kv.value[1])
             pairs += [(subject, hit, prose.key_relation(kv.key), kv.key, line)
                       for hit in hits if kv.value[0] <= hit.start and hit.end <= kv.value[1]]
