@@ -69,11 +69,10 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Pick:
-    """The option chosen, and for each option the sentence giving its value and the value."""
+    """The option chosen, and for each option the sentence giving its value."""
 
     option: str
     sentences: tuple[int, int]  # indices into the sentences read, in the options' order
-    values: tuple[float, float]
 
 
 def comparison_of(question: str) -> Comparison | None:
@@ -103,7 +102,7 @@ def pick(comparison: Comparison, sentences: Sequence[Sentence], labels: Sequence
     (first, a), (second, b) = found[0], found[1]
     earlier_first = a < b
     wants_first = earlier_first if comparison.order in (Order.EARLIER, Order.FEWER) else not earlier_first
-    return Pick(comparison.options[0 if wants_first else 1], (first, second), (a, b))
+    return Pick(comparison.options[0 if wants_first else 1], (first, second))
 
 
 def _value(comparison: Comparison, option: str, sentences: Sequence[Sentence], labels: Sequence[str],
