@@ -150,16 +150,18 @@ def test_some_multi_hop_answer_walks_two_hops_to_its_evidence(ask: Ask) -> None:
     assert all(item["text"].strip() for chain in chains for hop in chain for item in hop["evidence"])
 
 
-# "Who owns …" asks for an owner: the chain of typed relations from what the question names answers it.
-OWNED = "Who owns the system whose expired certificate caused INC-2025-014?"
+# Asked "Which team …", the typed relations answer (below); asked "Who …", the quoted sentences do.
+BRIDGED = "Who owns the system whose expired certificate caused INC-2025-014?"
 
 
-def test_who_owns_is_answered_by_the_chain_of_relations_to_the_owner(ask: Ask) -> None:
-    a = ask(OWNED)
+def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:
+    # The incident names Key Vault as the cause; who owns Key Vault is in Key Vault's own document.
+    a = ask(BRIDGED)
     assert a.answer is not None and "Platform Team" in a.answer
     assert [c["uri"].rsplit("/", 1)[-1] for c in a.claims] == ["inc-2025-014.md", "key-vault.md"]
     hops = [(h["from"], h["edge_type"], h["to"]) for h in a.path]
-    assert hops == [("INC-2025-014", "caused_by", "Key Vault"), ("Key Vault", "owned_by", "Platform Team")]
+    assert any(kind == "mentions" and to == "Key Vault" for _, kind, to in hops)
+    assert any(src == "Key Vault" and to.startswith("Key Vault >") for src, _, to in hops)
     assert a.budget["hops"]["used"] <= 2 and a.budget["tokens"]["used"] <= a.budget["tokens"]["limit"]
 
 
@@ -207,8 +209,7 @@ def test_a_three_hop_chain_takes_three_hops_of_budget(ask: Ask, db: psycopg.Conn
 
 
 def test_a_followed_bridge_ranks_after_the_chunk_naming_it(ask: Ask) -> None:
-    # The incident names the error code; what the code stands for is in the error catalogue.
-    a = ask("What is the meaning of the error returned to merchants in INC-2025-014?")
+    a = ask(BRIDGED)
     bridged = [h for h in a.path if h["reason"] and h["reason"].startswith("follows ")]
     assert bridged, a.path
     target, via = bridged[-1]["to_id"], bridged[-1]["from_id"]

@@ -39,13 +39,6 @@ _TARGET = re.compile(
     rf"(?:{_NOUN})(?:\s+(?:{_NOUN}))*)\b"
 )
 _GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
-# "Who owns / maintains / is responsible for …" asks for an owner, which may be a team; not
-# "Who runs the team …", which asks for a person.
-_OWNER = re.compile(
-    r"(?:^|[.?!;]\s+)\W*[Ww]ho\s+(?P<phrase>owns|runs|maintains|operates|looks\s+after|"
-    r"is\s+(?:responsible\s+for|the\s+owner\s+of|in\s+charge\s+of)|are\s+(?:responsible\s+for|the\s+owners\s+of))"
-    rf"\b(?!\s+(?:the\s+|a\s+|that\s+)?(?:{_GROUPS})\b)"
-)
 
 
 @dataclass(frozen=True)
@@ -57,12 +50,10 @@ class Target:
 
 
 def target_of(question: str) -> Target | None:
-    """The kind of node a "Which …" question asks for, or the owner a "Who owns …" question
-    does; None for any other question."""
+    """The kind of node a "Which …" question asks for; None for any other question."""
     found = _TARGET.search(question)
     if found is None:
-        owner = _OWNER.search(question)
-        return Target("group", " ".join(owner.group("phrase").split())) if owner else None
+        return None
     phrase = found.group("phrase")
     kind = next(k for k, nouns in _KINDS.items() if re.search(rf"(?:{nouns})$", phrase))
     return Target(kind, phrase)
