@@ -28,6 +28,16 @@ from tortus_pg.answer_type import TYPES, expected_type
     ("In which city is the team based?", "a place"),
     ("What is the queue called?", None),
     ("How does the gateway retry?", None),
+    ("What went wrong?", None),
+    ("What happened to the ledger?", None),
+    # The asking clause decides: the last sentence, and after a leading clause, the last comma's.
+    ("INC-9 took the router down. Who leads the team that owns it?", "a person"),
+    ("Before the change, how long did the service wait?", "a duration or length"),
+    ("When the cluster fails over, how long are writes down?", "a duration or length"),
+    ("In the country it serves, what percentage of parcels arrive late?", "an amount"),
+    ("For how long are the keys kept?", "a duration or length"),
+    # A comma clause after anything else is a relative or an apposition, not the question.
+    ("The pilot, who flew alone, worked in what profession?", None),
 ])
 def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     found = expected_type(question)

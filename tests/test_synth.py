@@ -207,3 +207,17 @@ def test_refusal_comes_before_the_model_is_asked(db: psycopg.Connection) -> None
         out = synthesize(db, ask(db, "What does error E-1099 mean?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         asked = server.bodies("/v1/chat/completions")
     assert out.withheld and asked == []
+
+
+def test_a_table_row_reads_under_its_column_headers(db: psycopg.Connection) -> None:
+    # The row states the recovery window in its table's terms: its own cells name only the ledger,
+    # the column headers say what the 35 days are. A sentence with more of the question's words
+    # in it, but not the asked fact, comes second.
+    prose = "The Billing Ledger cluster was resized in May to hold eight terabytes."
+    rows = ("| Cluster | Consumer | Recovery window |\n|---|---|---|\n| heron-1 | Billing Ledger | 35 days |\n"
+            "| heron-2 | Finance reporting | 7 days |")
+    evidence = [seed(21, "Database inventory", "inventory.md", f"{prose}\n\n{rows}")]
+    out = synthesize(db, ask(db, "What recovery window does the cluster of the Billing Ledger have?",
+                             ["Billing Ledger"]), evidence)
+    assert quoted(out)[0]["text"] == "| heron-1 | Billing Ledger | 35 days |"
+    assert {"recoveri", "window"} <= set(quoted(out)[0]["matched_terms"])  # from the headers

@@ -127,13 +127,14 @@ TYPES = (  # the first whose question pattern matches applies
     ),
     AnswerType(
         "a duration or length",
-        re.compile(r"^\W*how\s+long\b", re.I),
+        re.compile(r"^\W*(?:(?:for|by|in)\s+)?how\s+long\b", re.I),
         re.compile(rf"(?:{_NUMBER}|\b(?:{_NUMBER_WORDS}|a|an)\b)\s*-?\s*(?:{_UNITS})\b"
                    r"|\b(?:indefinitely|forever|permanently)\b", re.I),
     ),
     AnswerType(
         "an amount",
-        re.compile(r"^\W*how\s+(?:many|much|often|old|far|big|large|tall|high|fast|heavy|deep|wide)\b|"
+        re.compile(r"^\W*(?:(?:for|by|in|to)\s+)?how\s+(?:many|much|often|old|far|big|large|tall|high|fast|heavy"
+                   r"|deep|wide)\b|"
                    r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b", re.I),
         re.compile(rf"{_NUMBER}|\b(?:{_NUMBER_WORDS}|{_PERIODS}|no|none|all)\b", re.I),
     ),
@@ -153,13 +154,35 @@ TYPES = (  # the first whose question pattern matches applies
     AnswerType(
         "a name",
         re.compile(r"^\W*(?:(?:in|at|from|to|on|by|for|of|with|under)\s+)?(?:which|what)\s+(?!(?:is|was|are|were|does"
-                   r"|do|did|has|have|had|can|could|will|would|should|kind|sort|type)\b)[a-z]", re.I),
+                   r"|do|did|has|have|had|can|could|will|would|should|must|may|might|shall|happen\w*|went|goes"
+                   r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]", re.I),
         re.compile(_NAME),
         required=False,
     ),
 )
 
 
+# Words that open a clause leading up to the question rather than asking it ("If an engineer
+# uses …, who …?", "Before the change …, how long …?", "In the country …, what percentage …?").
+_LEADING = re.compile(
+    r"^\W*(?:if|when|whenever|before|after|once|given|besides|between|since|while|although|though|unless|until"
+    r"|during|apart\s+from|except|other\s+than|as\s+for|in|on|at|for|from|under|with|without|of|among)\b", re.I)
+
+
+def _asking_clause(question: str) -> str:
+    """The part of a question that asks: its last sentence ("INC-2291 took a system down. Who
+    leads …?"), and within it the clause after the last comma when a leading clause comes first
+    ("Given the severity, what deadline …?"); a comma clause after anything else is a relative
+    or an apposition ("Amy Johnson, whose life …"), which asks nothing."""
+    sentence = re.split(r"(?<=[.?])\s+(?=[A-Z])", question.strip())[-1]
+    commas = list(re.finditer(r",\s+", sentence))
+    return sentence[commas[-1].end():] if commas and _LEADING.match(sentence) else sentence
+
+
 def expected_type(question: str) -> AnswerType | None:
-    """The answer type the question's opening asks for, or None."""
-    return next((t for t in TYPES if t.question.search(question)), None)
+    """The answer type the asking clause's opening asks for (`_asking_clause`), else the
+    question's opening, or None."""
+    for text in dict.fromkeys((_asking_clause(question), question)):
+        if found := next((t for t in TYPES if t.question.search(text)), None):
+            return found
+    return None

@@ -19,6 +19,7 @@ import psycopg
 
 from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
+from tortus_pg.ingest.prose import table_header, table_row
 from tortus_pg.query.compare import lead_with_pick
 from tortus_pg.query.read import Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
@@ -91,10 +92,10 @@ class Synthesizer(Protocol):
 _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}")
 
 
-def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
-    """(evidence index, start, end, text) of the sentences worth quoting: not headings or a line
-    repeating one (a passage's title as its first line), not table header rows (they state
-    nothing), not fragments of fewer than four words."""
+def _sentences(evidence: Sequence[Source]) -> list[Sentence]:
+    """The sentences worth quoting: not headings or a line repeating one (a passage's title as
+    its first line), not table header rows (they state nothing), not fragments of fewer than
+    four words. A table row carries its table's column headers (`_column_headers`)."""
     out = []
     for i, item in enumerate(evidence):
         headings = {" ".join(part.split()).casefold() for part in item.label.split(" > ")}
@@ -105,8 +106,18 @@ def _sentences(evidence: Sequence[Source]) -> list[tuple[int, int, int, str]]:
                 continue
             if text.startswith("|") and _TABLE_RULE.match(item.text, item.text.find("\n", end) + 1 or len(item.text)):
                 continue
-            out.append((i, start, end, flat))
+            out.append(Sentence(i, start, end, flat, _column_headers(item.text, start)))
     return out
+
+
+def _column_headers(text: str, start: int) -> tuple[str, ...]:
+    """The column headers of the table row on the line at `start`: a cell means what its column
+    says. Empty for any other line, or when the table's header row is not in this text."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    cells = table_row(text, line_start, len(text) if line_end < 0 else line_end)
+    header = table_header(text, line_start) if cells else None
+    return tuple(header) if cells and header and len(header) == len(cells) else ()
 
 
 Verdict = tuple[Refusal, str] | None  # why an answer is withheld, with the detail its message names
@@ -163,8 +174,8 @@ def best_chain(
     Returns the chain's indices, coverage and lexemes (of texts and their heading paths)."""
     sets = lexemes(conn, [f"{e.label}\n{e.text}" for e in evidence], ts_config) if evidence else []
     sentences = _sentences(evidence)
-    keyed = {i for (i, *_), k in zip(sentences, _keyed(conn, [s[3] for s in sentences], terms, ts_config),
-                                     strict=True) if k}
+    keyed = {s.evidence for s, k in zip(sentences, _keyed(conn, [s.text for s in sentences], terms, ts_config),
+                                        strict=True) if k}
     scored = []
     for n, chain in enumerate(chains):
         found = set().union(*(sets[i] for i in chain)) if chain else set()
@@ -182,18 +193,22 @@ def _read(
 ) -> tuple[list[dict[str, Any]], set[str], float]:
     """The claims the evidence chain gives (`query.read`), the lexemes they cover, and the best
     dense similarity of a claim to the question."""
-    sentences = [Sentence(i, start, end, text) for i, start, end, text in _sentences(evidence)]
+    sentences = _sentences(evidence)
     if not sentences:
         return [], set(), 0.0
-    found = lexemes(conn, [*(s.text for s in sentences), *(e.label for e in evidence)], ts_config)
-    own, headings = found[: len(sentences)], found[len(sentences):]
+    found = lexemes(conn, [*(s.text for s in sentences), *(e.label for e in evidence),
+                           *(" ".join(s.header) for s in sentences)], ts_config)
+    count = len(sentences)
+    own, headings, headers = found[:count], found[count:count + len(evidence)], found[count + len(evidence):]
+    # A sentence reads in the context of its heading path, and a table row of its column headers too.
+    context = [headings[s.evidence] | header for s, header in zip(sentences, headers, strict=True)]
     asked = question.asked
-    dense = _dense(similarity, evidence, sentences, own, headings, terms) if similarity else None
+    dense = _dense(similarity, evidence, sentences, own, context, terms) if similarity else None
     # Without bridges (a hop budget under two) a chain is one document: crossing to another is a hop.
     group = {i: n for n, chain in enumerate(chains) for i in chain} if bridges else \
         {i: hash(e.uri) for i, e in enumerate(evidence)}
     keyed = _keyed(conn, [s.text for s in sentences], terms, ts_config)
-    reading = read_chain(sentences, own, [headings[s.evidence] for s in sentences], [e.label for e in evidence],
+    reading = read_chain(sentences, own, context, [e.label for e in evidence],
                          terms.weights, kind, asked, dense, [group.get(i, -1 - i) for i in range(len(evidence))],
                          keyed, bridges)
     comparison = question.comparison
@@ -206,7 +221,7 @@ def _read(
         claims.append({
             "text": s.text, "citation": n, "evidence": s.evidence, "uri": item.uri, "page": item.page,
             "span": [item.start + s.start, item.start + s.end], "support": "supported",
-            "matched_terms": sorted(t for t in own[j] | headings[s.evidence] if t in terms.weights),
+            "matched_terms": sorted(t for t in own[j] | context[j] if t in terms.weights),
             **({"short_answer": reading.short} if j == reading.answer and reading.short else {}),
         })
     best = max((dense[j] for j in reading.chosen), default=0.0) if dense else 0.0
@@ -220,14 +235,14 @@ DENSE_CANDIDATES = 6
 
 def _dense(
     similarity: Similarity, evidence: Sequence[Source], sentences: Sequence[Sentence], own: Sequence[set[str]],
-    headings: Sequence[set[str]], terms: Terms,
+    context: Sequence[set[str]], terms: Terms,
 ) -> list[float]:
     """Each sentence's similarity to the question, for the DENSE_CANDIDATES sentences that match
     its terms best (0 for the others): embedding every sentence of the evidence, after every
     bridge, cost nine times the rest of the question's time."""
-    shares = lexical_shares(own, [headings[s.evidence] for s in sentences], terms.weights)
+    shares = lexical_shares(own, context, terms.weights)
     best = sorted(range(len(sentences)), key=lambda j: -shares[j])[:DENSE_CANDIDATES]
-    scores = similarity([f"{evidence[sentences[j].evidence].label}: {sentences[j].text}" for j in best])
+    scores = similarity([f"{evidence[sentences[j].evidence].label}: {sentences[j].read_as}" for j in best])
     dense = [0.0] * len(sentences)
     for j, score in zip(best, scores, strict=True):
         dense[j] = score

@@ -7,6 +7,7 @@ from __future__ import annotations
 from tortus_pg.ingest import prose
 from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import extract_concepts
+from tortus_pg.ingest.parse import parse_document
 from tortus_pg.ingest.types import Document, Extraction
 
 
@@ -137,3 +138,20 @@ def test_who_runs_or_leads_a_thing_is_a_stated_relation():
     page = "# Dispatch Tooling\n\nDispatch Tooling is led by Imogen Varga and plans the vans.\n"
     found = edges(extract(page, "Dispatch Tooling"))
     assert found[("dispatch tooling", "related_to", "imogen varga")] == "cue:is led by"
+
+
+def test_an_html_table_of_header_and_value_rows_reads_as_key_value_lines():
+    # Markdown has no table whose rows each open with a header cell: converted as it stands, its
+    # first pair would become the column header and state nothing.
+    page = (b"<html><head><title>Van Planner</title></head><body><article><h1>Van Planner</h1>"
+            b"<p>Van Planner assigns each parcel to a van before the morning shift starts.</p>"
+            b"<table><tr><th>Owner</th><td>Dispatch Tooling</td></tr>"
+            b"<tr><th>Runs on</th><td><code>osprey-4</code>, a replica</td></tr></table>"
+            b"<h2>Routes</h2><table><tr><th>Route</th><th>Depot</th></tr><tr><td>R1</td><td>Leeds</td></tr>"
+            b"<tr><td>R2</td><td>York</td></tr></table></article></body></html>")
+    doc = parse_document(page, name="van-planner.html")
+    assert "- Owner: Dispatch Tooling\n- Runs on: osprey-4, a replica" in doc.text
+    assert "| Route | Depot |" in doc.text  # a table with a header row stays a table
+    found = edges(extract_concepts(doc, chunk_document(doc)))
+    assert found[("van planner", "owned_by", "dispatch tooling")] == "key:owner"
+    assert found[("van planner", "depends_on", "osprey-4")] == "key:runs on"

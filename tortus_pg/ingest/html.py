@@ -38,7 +38,7 @@ def parse_html(data: bytes, name: str, limits: Limits, *, content_type: str | No
     """Decode HTML bytes and extract its text with `#` headings; warnings say when the
     charset needed replacement characters or the simple extractor was used."""
     notes: list[str] = []
-    markup = _XML_INVALID.sub("", _decode(data, content_type, notes))
+    markup = _key_value_tables_as_lists(_XML_INVALID.sub("", _decode(data, content_type, notes)))
     text = _main_content(markup, notes)
     if text is None:
         text = html_to_text(markup)
@@ -49,12 +49,7 @@ def html_to_text(markup: str) -> str:
     """Render HTML as text with BeautifulSoup: h1..h6 become `#` lines, blocks are
     separated by blank lines, list items and table rows get a line each; script, style
     and navigation are dropped."""
-    with warnings.catch_warnings():
-        # Short markup that looks like a path, or XHTML, is still HTML we were handed.
-        warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
-        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
-        # lxml rather than html.parser: the latter is quadratic on some crafted input.
-        soup = BeautifulSoup(markup, "lxml")
+    soup = _soup(markup)
 
     blocks: list[tuple[str, str]] = []  # (text, group): adjacent items of a group share lines
     words: list[str] = []
@@ -111,6 +106,41 @@ def _joined(blocks: list[tuple[str, str]]) -> str:
             parts.append("\n" if group and group == blocks[i - 1][1] else "\n\n")
         parts.append(text)
     return "".join(parts)
+
+
+def _soup(markup: str) -> BeautifulSoup:
+    with warnings.catch_warnings():
+        # Short markup that looks like a path, or XHTML, is still HTML we were handed.
+        warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        # lxml rather than html.parser: the latter is quadratic on some crafted input.
+        return BeautifulSoup(markup, "lxml")
+
+
+def _key_value_tables_as_lists(markup: str) -> str:
+    """Tables whose every row is a header cell and its values ("<tr><th>Squad lead</th>
+    <td>Adaeze Okonkwo</td></tr>") rewritten as lists of "key: value" items. Markdown has no
+    such table: its first row would become a column header, which states nothing, and the pair
+    in it would be lost."""
+    if "<th" not in markup.lower():
+        return markup
+    soup = _soup(markup)
+    changed = False
+    for table in soup.find_all("table"):
+        rows = table.find_all("tr")
+        cells = [row.find_all(["th", "td"], recursive=False) for row in rows]
+        if not rows or not all(len(c) >= 2 and c[0].name == "th" and all(x.name == "td" for x in c[1:])
+                               for c in cells):
+            continue
+        items = soup.new_tag("ul")
+        for row in cells:
+            item = soup.new_tag("li")
+            key, *values = (_collapse(cell.get_text()) for cell in row)
+            item.string = f"{key}: {'; '.join(values)}"
+            items.append(item)
+        table.replace_with(items)
+        changed = True
+    return str(soup) if changed else markup
 
 
 def _main_content(markup: str, notes: list[str]) -> str | None:

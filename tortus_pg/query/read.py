@@ -41,12 +41,23 @@ MIN_GAIN = 0.1  # share of the question's weight a further sentence must add, un
 
 @dataclass(frozen=True)
 class Sentence:
-    """A sentence of the evidence: which item, where in its text, and its text flattened."""
+    """A sentence of the evidence: which item, where in its text, and its text flattened; a
+    table row also with its table's column headers, which are its context as a heading is."""
 
     evidence: int
     start: int
     end: int
     text: str
+    header: tuple[str, ...] = ()
+
+    @property
+    def read_as(self) -> str:
+        """What the sentence says: a table row with each cell under its column's header
+        ("Cluster: heron-1; PITR window: 35 days"), any other sentence as written."""
+        cells = [" ".join(c.split()) for c in self.text.strip().strip("|").split("|")]
+        if not self.header or len(cells) != len(self.header):
+            return self.text
+        return "; ".join(f"{name}: {cell}" if name else cell for name, cell in zip(self.header, cells) if cell)
 
 
 @dataclass(frozen=True)
