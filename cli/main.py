@@ -19,6 +19,7 @@ from . import eval as eval_cli
 from . import golden as golden_cli
 from . import ingest as ingest_cli
 from . import query as query_cli
+from . import serve as serve_cli
 from . import tenants as tenant_cli
 from .context import build_settings, console, err_console, settings
 
@@ -34,6 +35,7 @@ app.add_typer(ingest_cli.sources_app, name="sources")
 app.command("ingest")(ingest_cli.ingest)
 app.command("index")(ingest_cli.index)
 app.command("query")(query_cli.query)
+app.command("serve")(serve_cli.serve)
 app.command("eval")(eval_cli.eval_)
 app.command("report")(eval_cli.report)
 app.command("bench")(bench_cli.bench)

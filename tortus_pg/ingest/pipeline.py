@@ -91,20 +91,42 @@ def ingest_one(
 ) -> StoreResult:
     """Ingest one source in its own transaction."""
     record = _read(spec, options)
+    name = spec.location.rsplit("/", 1)[-1]
+    # Files are re-read from disk on demand; only URL snapshots keep their raw bytes.
+    return _store(conn, tenant, record, name, spec.metadata.get("title"), embedder, options, keep_raw=spec.is_url)
+
+
+def ingest_bytes(
+    conn: psycopg.Connection, tenant: str, name: str, data: bytes, embedder: Embedder, options: IngestOptions,
+    *, uri: str | None = None, subgraphs: tuple[str, ...] = (),
+) -> StoreResult:
+    """Ingest a document handed over as bytes (an upload, a text), its kind read from its `name`;
+    nothing on disk holds it, so its bytes are kept as a URL snapshot's are."""
+    if len(data) > options.limits.max_file_bytes:
+        raise InvalidInput(f"{name}: {len(data) / 1e6:.1f} MB exceeds the "
+                           f"{options.limits.max_file_bytes / 1e6:.1f} MB limit (max_file_bytes)")
+    record = SourceRecord(uri=uri or name, kind=detect_kind(name, None), sha256=hashlib.sha256(data).hexdigest(),
+                          raw=data, subgraphs=subgraphs)
+    return _store(conn, tenant, record, name, None, embedder, options, keep_raw=True)
+
+
+def _store(
+    conn: psycopg.Connection, tenant: str, record: SourceRecord, name: str, title: str | None, embedder: Embedder,
+    options: IngestOptions, *, keep_raw: bool,
+) -> StoreResult:
+    """Parse, chunk, extract and store a source read into `record`, unless it is stored unchanged."""
     with tenant_scope(conn, tenant):
         current = current_source(conn, record.uri, record.sha256)
     if current is not None:
         return StoreResult(record.uri, "unchanged", current)
     assert record.raw is not None
-    name = spec.location.rsplit("/", 1)[-1]
     doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
     chunks = chunk_document(doc)
-    title = spec.metadata.get("title") or doc.title
+    title = title or doc.title
     extraction = extract_concepts(doc, chunks, title=title)
     if options.extra_extractor is not None:
         extraction = merged(extraction, options.extra_extractor.extract(doc, chunks, title=title))
-    # Files are re-read from disk on demand; only URL snapshots keep their raw bytes.
-    stored = record if spec.is_url else replace(record, raw=None)
+    stored = record if keep_raw else replace(record, raw=None)
     with tenant_scope(conn, tenant):
         return store_document(conn, stored, doc, chunks, extraction, embedder, ts_config=options.ts_config)
 

@@ -336,13 +336,13 @@ def source_summary(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Every source of the current tenant with its counts (for `tortus-pg sources list`)."""
     rows = conn.execute(
         """
-        select s.uri, s.kind, s.sha256, s.subgraphs, s.warnings, s.updated_at,
+        select s.source_id, s.uri, s.kind, s.sha256, s.subgraphs, s.warnings, s.updated_at,
                (select count(*) from tortus.node n where n.source_id = s.source_id) as chunks,
                (select count(*) from tortus.evidence_span e where e.source_id = s.source_id) as spans
         from tortus.source s order by s.uri
         """
     ).fetchall()
-    keys = ("uri", "kind", "sha256", "subgraphs", "warnings", "updated_at", "chunks", "spans")
+    keys = ("source_id", "uri", "kind", "sha256", "subgraphs", "warnings", "updated_at", "chunks", "spans")
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 

@@ -57,7 +57,8 @@ class Sentence:
         cells = [" ".join(c.split()) for c in self.text.strip().strip("|").split("|")]
         if not self.header or len(cells) != len(self.header):
             return self.text
-        return "; ".join(f"{name}: {cell}" if name else cell for name, cell in zip(self.header, cells) if cell)
+        pairs = zip(self.header, cells, strict=True)
+        return "; ".join(f"{name}: {cell}" if name else cell for name, cell in pairs if cell)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,73 @@
+"""API keys: `Authorization: Bearer <key>` names a tenant and the scopes the key was given.
+
+No key, a malformed one, an unknown or a revoked key get 401; a key without the scope an
+endpoint needs gets 403. Keys are checked by `tortus.authenticate` as the application role, in
+the request's own transaction, before the tenant is set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fastapi import Depends, Request
+
+from tortus_pg.db import APP_ROLE
+from tortus_pg.tenants import authenticate
+
+from .errors import ApiError
+from .service import Service
+
+_BEARER = re.compile(r"Bearer[ \t]+([A-Za-z0-9_\-]{8,200})", re.I)
+
+
+class Scope(StrEnum):
+    QUERY = "query"
+    INGEST = "ingest"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the key's tenant and scopes."""
+
+    tenant: str
+    scopes: frozenset[str]
+
+    def allows(self, scope: Scope) -> bool:
+        return scope.value in self.scopes or Scope.ADMIN.value in self.scopes
+
+
+def service(request: Request) -> Service:
+    value = request.app.state.service
+    assert isinstance(value, Service)
+    return value
+
+
+def principal(request: Request, svc: Service = Depends(service)) -> Principal:
+    """The caller named by the request's bearer key (401 when there is none valid)."""
+    header = request.headers.get("authorization", "")
+    match = _BEARER.fullmatch(header.strip())
+    if match is None:
+        raise ApiError(401, "unauthorized", "send an API key as 'Authorization: Bearer <key>' "
+                       "(create one with `tortus-pg key create TENANT`)")
+    with svc.pool.connection() as conn, conn.transaction():
+        conn.execute(f"set local role {APP_ROLE}")
+        found = authenticate(conn, match.group(1))
+    if found is None:
+        raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
+    tenant, scopes = found
+    return Principal(tenant, frozenset(scopes))
+
+
+def require(scope: Scope) -> Callable[[Principal], Principal]:
+    """A dependency: the caller, when its key carries `scope` (admin carries every scope)."""
+
+    def check(caller: Principal = Depends(principal)) -> Principal:
+        if not caller.allows(scope):
+            raise ApiError(403, "forbidden", f"this API key lacks the {scope.value!r} scope")
+        return caller
+
+    return check

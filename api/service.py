@@ -1,0 +1,62 @@
+"""What every request shares: the connection pool, the embedder (loaded once per process), the
+settings and the server's limits; and the one way a request reaches the database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from tortus_pg.config import Settings
+from tortus_pg.db import tenant_scope
+from tortus_pg.embed import Embedder, make_embedder
+from tortus_pg.policy import Limits
+
+
+@dataclass(frozen=True)
+class ApiLimits:
+    """Caps on what one request may send or ask for, checked before any work is done."""
+
+    max_body_bytes: int = 1_000_000  # JSON bodies; uploads have the ingest limits
+    max_upload_bytes: int = 20_000_000
+    graphql_depth: int = 6
+    graphql_aliases: int = 15
+    graphql_tokens: int = 1_000
+    max_k: int = 50
+    introspection: bool = True
+    policy: Limits = field(default_factory=Limits)
+
+
+@dataclass
+class Service:
+    settings: Settings
+    pool: ConnectionPool
+    embedder: Embedder | None
+    limits: ApiLimits
+
+    @contextmanager
+    def scoped(self, tenant: str) -> Iterator[psycopg.Connection]:
+        """One transaction as the application role, scoped to `tenant` (`SET LOCAL`): row-level
+        security is the last line of defence whatever the handler does."""
+        with self.pool.connection() as conn, tenant_scope(conn, tenant):
+            yield conn
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    if conn.execute("select 1 from pg_type where typname = 'vector'").fetchone():
+        register_vector(conn)
+    conn.commit()
+
+
+def open_service(settings: Settings, url: str, limits: ApiLimits, pool_size: int = 4) -> Service:
+    """The pool (opened, waiting for its first connection) and the embedder."""
+    pool = ConnectionPool(url, min_size=1, max_size=pool_size, configure=_configure, open=False,
+                          kwargs={"connect_timeout": 10}, name="tortus-api")
+    pool.open(wait=True, timeout=30)
+    embedder = make_embedder(settings.embedder, dim=settings.embedding_dim, base_url=settings.embed_base_url,
+                             api_key=settings.embed_api_key, model=settings.embed_model)
+    return Service(settings, pool, embedder, limits)

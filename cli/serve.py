@@ -1,0 +1,36 @@
+"""`tortus-pg serve`: the HTTP API (REST, GraphQL) and the dashboard."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from .context import console, settings
+
+
+def serve(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (0.0.0.0 for every one)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    workers: int = typer.Option(1, "--workers", min=1, max=64, help="Worker processes, each with its own pool."),
+    pool_size: int = typer.Option(4, "--pool-size", min=1, max=100, help="Database connections per worker."),
+) -> None:
+    """Serve the API and the dashboard: `POST /api/query`, `/graphql`, `/` (open it in a browser).
+    Callers send `Authorization: Bearer <key>` with a key from `tortus-pg key create TENANT`."""
+    import uvicorn
+    from tortus_pg.api.app import create_app
+
+    s = settings(ctx)
+    console.print(f"serving tortus-pg on http://{host}:{port}/ (docs at /docs); Ctrl-C stops it")
+    if workers == 1:
+        uvicorn.run(create_app(s, pool_size=pool_size), host=host, port=port, log_level="info")
+        return
+    # Each worker process builds its own app from the same workspace and settings.
+    os.environ["TORTUS_HOME"] = str(s.workspace)
+    os.environ["TORTUS_API_POOL_SIZE"] = str(pool_size)
+    for name, value in (("database_url", s.database_url), ("tenant", s.tenant)):
+        if value:
+            os.environ[f"TORTUS_{name.upper()}"] = value
+    uvicorn.run("tortus_pg.api.app:create_app", factory=True, host=host, port=port, workers=workers,
+                log_level="info")

@@ -1,0 +1,71 @@
+"""The API served on a real socket (uvicorn on 127.0.0.1, an ephemeral port) over the demo
+database: tenant `default` holds the demo corpus, tenant `api-other` starts empty. Keys are
+created as an operator would, with `tortus.tenants.create_key`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+import uvicorn
+from tortus_pg.api.app import create_app
+
+from tortus_pg.config import load_settings
+from tortus_pg.tenants import create_key, create_tenant, revoke_key
+
+OTHER = "api-other"
+
+
+@dataclass(frozen=True)
+class Api:
+    base: str
+    keys: dict[str, str]  # demo (query, ingest), reader (query), other (query, ingest in api-other), revoked
+    workspace: Path
+    env: dict[str, str]
+
+    def client(self, key: str | None = "demo") -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[key]}"} if key else {}
+        return httpx.Client(base_url=self.base, headers=headers, timeout=60)
+
+
+def _keys(url: str) -> dict[str, str]:
+    with psycopg.connect(url) as conn:
+        create_tenant(conn, OTHER)
+        keys = {
+            "demo": create_key(conn, "default", ["query", "ingest"]).key,
+            "reader": create_key(conn, "default", ["query"]).key,
+            "other": create_key(conn, OTHER, ["query", "ingest"]).key,
+        }
+        revoked = create_key(conn, "default", ["query"])
+        revoke_key(conn, "default", revoked.key_id)
+        keys["revoked"] = revoked.key
+        conn.commit()
+    return keys
+
+
+@pytest.fixture(scope="session")
+def api(demo: tuple[Path, dict[str, str]]) -> Iterator[Api]:
+    workspace, env = demo
+    settings = load_settings(workspace, environ=env)
+    keys = _keys(env["TORTUS_DATABASE_URL"])
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, pool_size=4), host="127.0.0.1", port=0,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the API server did not start")
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield Api(f"http://127.0.0.1:{port}", keys, workspace, env)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
