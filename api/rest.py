@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -76,9 +77,15 @@ def query(body: QueryRequest, caller: Principal = Depends(require(Scope.QUERY)),
           svc: Service = Depends(service)) -> Response:
     policy, warnings = make_policy(body.model_dump(exclude={"question", "k"}), svc.limits.policy)
     with svc.scoped(caller.tenant) as conn:
+        began = time.perf_counter()
         result = answer(conn, body.question, embedder=svc.embedder, policy=policy, k=body.k,
                         ts_config=svc.settings.text_search_config, warnings=warnings)
-    return json_response(result.to_json())
+        engine_ms = (time.perf_counter() - began) * 1000
+    response = json_response(result.to_json())
+    # The engine's own time (embedding, stages, the stored trace): what is left of a request's
+    # latency is the API's overhead (benchmarks/api_overhead.py).
+    response.headers["Server-Timing"] = f"engine;dur={engine_ms:.2f}"
+    return response
 
 
 @router.post("/search", summary="Search chunks (exact BM25, vector or hybrid)")

@@ -34,6 +34,4 @@ ENV TORTUS_HOME=/home/tortus
 EXPOSE 8000
 
 # Migrate (a no-op at head; it also re-applies the SQL functions), then serve.
-# The API module tortus_pg.api.app is not written yet, and uvicorn is not yet among the
-# package's dependencies: until both land, this container stops after the migration.
-CMD ["sh", "-c", "tortus-pg db upgrade && exec uvicorn tortus_pg.api.app:create_app --factory --host 0.0.0.0 --port 8000"]
+CMD ["sh", "-c", "tortus-pg db upgrade && exec tortus-pg serve --host 0.0.0.0 --port 8000"]

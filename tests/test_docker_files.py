@@ -194,13 +194,19 @@ def test_app_image_installs_every_package_dir() -> None:
     assert dirs <= copied, f"not copied into the app image: {sorted(dirs - copied)}"
 
 
-def test_app_image_migrates_then_serves_the_api_factory() -> None:
+def test_app_image_migrates_then_serves_the_api() -> None:
     cmd = [rest for word, rest in _instructions(DOCKER / "app.Dockerfile") if word == "CMD"][-1]
-    upgrade, serve = cmd.index("tortus-pg db upgrade"), cmd.index("uvicorn")
+    upgrade, serve = cmd.index("tortus-pg db upgrade"), cmd.index("tortus-pg serve")
     assert upgrade < serve
-    assert "tortus_pg.api.app:create_app --factory" in cmd
+    assert "--host 0.0.0.0 --port 8000" in cmd
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "tortus-pg" in pyproject["project"]["scripts"]
+    assert any(dep.startswith("uvicorn") for dep in pyproject["project"]["dependencies"])
+
+
+def test_the_api_service_is_healthy_when_ready(services: dict[str, Any]) -> None:
+    check = " ".join(services["api"]["healthcheck"]["test"])
+    assert "/readyz" in check and ":8000" in check
 
 
 def test_init_scripts_create_owner_database_and_extensions() -> None:
