@@ -392,6 +392,53 @@ def test_slow_server_times_out(servers: Servers) -> None:
     assert time.monotonic() - started < 1.5
 
 
+def _drip(h: BaseHTTPRequestHandler, head: bool) -> None:
+    """Two bytes every 0.1 s: of the status line and headers (`head`), or of a 400-byte body."""
+    body = b"x" * 400
+    message = b"HTTP/1.1 200 OK\r\nContent-Length: 400\r\n\r\n" + body
+    start = 0 if head else len(message) - len(body)
+    h.wfile.write(message[:start])
+    h.wfile.flush()
+    for i in range(start, len(message), 2):
+        if servers_released.is_set():
+            return
+        h.wfile.write(message[i:i + 2])
+        h.wfile.flush()
+        time.sleep(0.1)
+
+
+servers_released = threading.Event()
+
+
+@pytest.mark.parametrize("head", [True, False], ids=["dripped headers", "dripped body"])
+def test_a_server_dripping_bytes_is_cut_off_at_the_deadline(servers: Servers, head: bool) -> None:
+    # Each read gets a byte in time, so only a deadline over the whole exchange stops it.
+    srv = servers.start()
+    srv.routes["/drip"] = lambda h: _drip(h, head)
+    started = time.monotonic()
+    try:
+        with pytest.raises(FetchError, match="timed out after 1s"):
+            fetch_url(f"{srv.base}/drip", allow_private=True, timeout_s=1)
+    finally:
+        servers_released.set()
+    assert time.monotonic() - started < 2
+    servers_released.clear()
+
+
+def test_a_server_closing_after_its_body_is_read_in_full(servers: Servers) -> None:
+    # HTTP/1.0 with Connection: close, as `python -m http.server` answers.
+    srv = servers.start()
+
+    def close_after(h: BaseHTTPRequestHandler) -> None:
+        h.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n"
+                      b"Connection: close\r\n\r\nhello world")
+        h.close_connection = True
+
+    srv.routes["/close"] = close_after
+    snap = fetch_url(f"{srv.base}/close", allow_private=True)
+    assert snap.data == b"hello world"
+
+
 def test_unexpected_content_encoding_kept_with_warning(servers: Servers) -> None:
     packed = gzip.compress(b"hello")
     srv = servers.start()

@@ -9,12 +9,14 @@ still goes into the Host header and into TLS SNI and certificate checks.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import ipaddress
 import socket
 import ssl
 import string
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -117,21 +119,19 @@ def fetch_url(
             continue
         if not 200 <= status < 300:
             raise FetchError(f"{current} answered HTTP {status} {reason}; check the URL")
-        encoding = headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            warnings.append(f"{current} came with content-encoding {encoding}; kept as received")
-        return Snapshot(
-            url=url,
-            final_url=current,
-            data=data,
-            content_type=headers.get("Content-Type"),
-            etag=headers.get("ETag"),
-            last_modified=headers.get("Last-Modified"),
-            retrieved_at=datetime.now(UTC),
-            sha256=hashlib.sha256(data).hexdigest(),
-            redirects=tuple(redirects),
-            warnings=tuple(warnings),
-        )
+        return _snapshot(url, current, headers, data, redirects, warnings)
+
+
+def _snapshot(url: str, final: str, headers: Message, data: bytes, redirects: list[str],
+              warnings: list[str]) -> Snapshot:
+    encoding = headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        warnings.append(f"{final} came with content-encoding {encoding}; kept as received")
+    return Snapshot(
+        url=url, final_url=final, data=data, content_type=headers.get("Content-Type"), etag=headers.get("ETag"),
+        last_modified=headers.get("Last-Modified"), retrieved_at=datetime.now(UTC),
+        sha256=hashlib.sha256(data).hexdigest(), redirects=tuple(redirects), warnings=tuple(warnings),
+    )
 
 
 def _vet(url: str, what: str, *, allow_private: bool, allowed: frozenset[str]) -> _Target:
@@ -301,7 +301,12 @@ def _exchange(
         # resolves or connects on its own.
         conn.sock = sock
         conn.auto_open = 0
+        # A read times out only when no byte comes; a server dripping bytes is stopped by
+        # shutting the socket down at the deadline, whatever read is waiting then.
+        watchdog = threading.Timer(_remaining(deadline), _cut, [sock])
+        watchdog.start()
         try:
+            sock.settimeout(_remaining(deadline))
             conn.request(
                 "GET",
                 target.path,
@@ -312,13 +317,17 @@ def _exchange(
                     "Connection": "close",
                 },
             )
-            sock.settimeout(_remaining(deadline))
             resp = conn.getresponse()
             data = b""
             if 200 <= resp.status < 300:
-                data = _read_body(resp, sock, target.url, limits.max_response_bytes, deadline)
+                data = _read_body(resp, target.url, limits.max_response_bytes, deadline)
             return resp.status, resp.reason, resp.headers, data
+        except (OSError, http.client.HTTPException):
+            if time.monotonic() >= deadline:
+                raise TimeoutError from None
+            raise
         finally:
+            watchdog.cancel()
             conn.close()
     except TimeoutError:
         raise FetchError(
@@ -332,9 +341,14 @@ def _exchange(
         raise FetchError(f"could not fetch {target.url}: {exc or type(exc).__name__}") from None
 
 
-def _read_body(
-    resp: http.client.HTTPResponse, sock: socket.socket, url: str, limit: int, deadline: float
-) -> bytes:
+def _cut(sock: socket.socket) -> None:
+    """End every read on `sock` now (the fetch's deadline has passed); a socket already closed
+    has nothing waiting on it."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _read_body(resp: http.client.HTTPResponse, url: str, limit: int, deadline: float) -> bytes:
     if resp.length is not None and resp.length > limit:
         raise FetchError(
             f"{url} is {resp.length} bytes, over the {limit}-byte limit; "
@@ -342,9 +356,14 @@ def _read_body(
         )
     body = bytearray()
     while True:
-        sock.settimeout(_remaining(deadline))
-        chunk = resp.read(min(_CHUNK, limit + 1 - len(body)))
+        # One read at a time (read1), each checked against the deadline. The socket itself is
+        # not touched here: a server closing after its body has closed it already.
+        _remaining(deadline)
+        chunk = resp.read1(min(_CHUNK, limit + 1 - len(body)))
         if not chunk:
+            _remaining(deadline)  # an end cut by the deadline is a timeout, not the body's end
+            if resp.length:
+                raise FetchError(f"{url} closed the connection {resp.length} bytes before the end of its body")
             return bytes(body)
         body += chunk
         if len(body) > limit:
