@@ -189,3 +189,23 @@ def test_manifest_cannot_escape_its_directory(tmp_path: Path) -> None:
     manifest.write_text('[[source]]\npath = "../secret.md"\n')
     with pytest.raises(Exception, match="leaves the manifest's directory"):
         sources.from_manifest(manifest)
+
+
+def test_a_directory_walk_refuses_links_out_of_the_tree_and_loops(db: psycopg.Connection, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nThe vault combination is 12-34-56.\n")
+    tree = tmp_path / "docs"
+    tree.mkdir()
+    (tree / "vault.md").write_text(VAULT)
+    (tree / "inside.md").symlink_to(tree / "vault.md")  # a link within the tree is a file like any other
+    (tree / "escape.md").symlink_to(outside)
+    (tree / "loop.md").symlink_to(tree / "loop.md")
+    loop = tmp_path / "arg-loop.md"
+    loop.symlink_to(loop)
+    summary = pipeline.ingest(db, "t", sources.resolve([str(tree), str(loop)], None), EMBEDDER)
+    failed = dict(summary.failed)
+    assert "outside" in failed[str(tree / "escape.md")]
+    assert "loops" in failed[str(tree / "loop.md")] and "loops" in failed[str(loop)]
+    assert {r.status for r in summary.results} == {"ingested", "unchanged"}  # vault.md, and inside.md its twin
+    with tenant_scope(db, "t"):
+        assert db.execute("select count(*) from tortus.node where text like '%%combination%%'").fetchone() == (0,)

@@ -54,6 +54,8 @@ class IngestOptions:
 
 
 def _read(spec: SourceSpec, options: IngestOptions) -> SourceRecord:
+    if spec.problem:
+        raise InvalidInput(spec.problem)
     if spec.is_url:
         snap = fetch_url(spec.location, limits=options.limits, allow_private=options.allow_private_urls)
         return SourceRecord(

@@ -24,6 +24,9 @@ class SourceSpec:
     uri: str = ""
     subgraphs: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Why this source is refused before it is read (a link out of its tree, a link loop): it
+    # fails on its own, with this message, and the rest of the batch carries on.
+    problem: str = ""
 
 
 def is_url(text: str) -> bool:
@@ -38,18 +41,38 @@ def demo_manifest() -> Path:
 def from_directory(
     root: Path, subgraphs: tuple[str, ...], include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
 ) -> list[SourceSpec]:
-    """Supported files under `root`, recursively, filtered by glob patterns on relative paths."""
+    """Supported files under `root`, recursively, filtered by glob patterns on relative paths. A
+    symbolic link that leaves the tree, loops or points at nothing is refused, as a source
+    that fails with the reason (a directory is not a way to reach files outside it)."""
     found = []
+    base = root.resolve()
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if not path.is_file() or path.suffix.lower() not in EXTENSIONS:
+        if path.suffix.lower() not in EXTENSIONS:
             continue
         if include and not any(fnmatch.fnmatch(rel, p) for p in include):
             continue
         if any(fnmatch.fnmatch(rel, p) for p in exclude) or any(part.startswith(".") for part in Path(rel).parts):
             continue
-        found.append(SourceSpec(str(path), uri=str(path.resolve()), subgraphs=subgraphs or (root.name,)))
+        if problem := _link_problem(path, base):
+            found.append(SourceSpec(str(path), uri=str(path), subgraphs=subgraphs or (root.name,), problem=problem))
+        elif path.is_file():
+            found.append(SourceSpec(str(path), uri=str(path.resolve()), subgraphs=subgraphs or (root.name,)))
     return found
+
+
+def _link_problem(path: Path, base: Path | None) -> str:
+    """Why a symbolic link may not be ingested: it loops or points at nothing, or (with a
+    `base`) its target lies outside that tree. Empty for anything else."""
+    if not path.is_symlink():
+        return ""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return f"{path}: a symbolic link that loops or points at nothing; refused"
+    if base is not None and not target.is_relative_to(base):
+        return f"{path}: a symbolic link to {target}, outside {base}; refused (copy the file into the tree)"
+    return ""
 
 
 def from_manifest(manifest: Path, uri_base: str | None = None) -> list[SourceSpec]:
@@ -96,7 +119,9 @@ def resolve(
             specs.append(SourceSpec(target, True, target, forced))
             continue
         path = Path(target)
-        if path.is_dir():
+        if problem := _link_problem(path, None):
+            specs.append(SourceSpec(target, uri=target, subgraphs=forced, problem=problem))
+        elif path.is_dir():
             specs.extend(from_directory(path, forced, include, exclude))
         elif path.is_file():
             specs.append(SourceSpec(str(path), uri=str(path.resolve()), subgraphs=forced or (path.parent.name,)))
