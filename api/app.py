@@ -19,7 +19,7 @@ from tortus_pg.config import Settings, load_settings
 from tortus_pg.db import database_url
 from tortus_pg.migrate import current_revision, head_revision
 
-from . import errors, rest
+from . import dashboard, errors, graphql, rest
 from .auth import service
 from .service import ApiLimits, Service, open_service
 
@@ -48,6 +48,8 @@ def create_app(settings: Settings | None = None, limits: ApiLimits | None = None
                               "reasoning path and the evidence spans behind them.")
     errors.install(app, limits.max_body_bytes, limits.max_upload_bytes)
     app.include_router(rest.router)
+    graphql.mount(app, limits)
+    app.include_router(dashboard.router)
     app.add_api_route("/healthz", healthz, methods=["GET"], tags=["health"])
     app.add_api_route("/readyz", readyz, methods=["GET"], tags=["health"])
     return app

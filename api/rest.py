@@ -9,28 +9,27 @@ never existed.
 from __future__ import annotations
 
 import json
-import re
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+import psycopg
 from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 
-from tortus_pg.engine import answer
-from tortus_pg.ingest.pipeline import IngestOptions, ingest_bytes, ingest_one
-from tortus_pg.ingest.sources import SourceSpec, is_url
-from tortus_pg.ingest.store import remove_source, source_summary
-from tortus_pg.policy import PortalPreference, make_policy
-from tortus_pg.retrieve import MAX_QUERY_CHARS, search
+from tortus_pg.ingest.store import StoreResult
+from tortus_pg.policy import PortalPreference
+from tortus_pg.retrieve import MAX_QUERY_CHARS
 
+from . import operations
 from .auth import Principal, Scope, require, service
 from .errors import ApiError
 from .service import Service
 
 router = APIRouter(prefix="/api", tags=["rest"])
-_NAME = re.compile(r"^[\w.-]{1,120}\.(?:md|mdx|txt|html|htm|pdf)$")
 
 
 class _Strict(BaseModel):
@@ -75,11 +74,9 @@ def json_response(value: Any) -> Response:
 @router.post("/query", summary="Answer a question with its path and evidence")
 def query(body: QueryRequest, caller: Principal = Depends(require(Scope.QUERY)),
           svc: Service = Depends(service)) -> Response:
-    policy, warnings = make_policy(body.model_dump(exclude={"question", "k"}), svc.limits.policy)
     with svc.scoped(caller.tenant) as conn:
         began = time.perf_counter()
-        result = answer(conn, body.question, embedder=svc.embedder, policy=policy, k=body.k,
-                        ts_config=svc.settings.text_search_config, warnings=warnings)
+        result = operations.ask(svc, conn, body.question, body.k, body.model_dump(exclude={"question", "k"}))
         engine_ms = (time.perf_counter() - began) * 1000
     response = json_response(result.to_json())
     # The engine's own time (embedding, stages, the stored trace): what is left of a request's
@@ -91,17 +88,16 @@ def query(body: QueryRequest, caller: Principal = Depends(require(Scope.QUERY)),
 @router.post("/search", summary="Search chunks (exact BM25, vector or hybrid)")
 def search_chunks(body: SearchRequest, caller: Principal = Depends(require(Scope.QUERY)),
                   svc: Service = Depends(service)) -> Response:
-    embedder = None if body.mode == "keyword" else svc.embedder
     with svc.scoped(caller.tenant) as conn:
-        hits = search(conn, body.query, mode=body.mode, k=body.k, embedder=embedder, bm25_weight=body.bm25_weight,
-                      vector_weight=body.vector_weight, rrf_k=body.rrf_k, ts_config=svc.settings.text_search_config)
+        hits = operations.find(svc, conn, body.query, body.mode, body.k, body.bm25_weight, body.vector_weight,
+                               body.rrf_k)
     return json_response([hit.__dict__ for hit in hits])
 
 
 @router.get("/sources", summary="The tenant's sources with their counts")
 def sources(caller: Principal = Depends(require(Scope.QUERY)), svc: Service = Depends(service)) -> Response:
     with svc.scoped(caller.tenant) as conn:
-        return json_response(source_summary(conn))
+        return json_response(operations.sources(conn))
 
 
 @router.post("/sources", summary="Ingest a URL or a text (JSON), or an uploaded file (multipart)")
@@ -112,60 +108,45 @@ async def add_source(request: Request, caller: Principal = Depends(require(Scope
             upload = form.get("file")
             if not isinstance(upload, UploadFile) or not upload.filename:
                 raise ApiError(422, "invalid_request", "send the document as the multipart field 'file'")
-            name, data = upload.filename, await upload.read(svc.limits.max_upload_bytes + 1)
-        return _ingest_bytes(svc, caller, name, data, ())
+            name, data, subgraphs = upload.filename, await upload.read(svc.limits.max_upload_bytes + 1), ()
+        return await run_in_threadpool(_add, svc, caller, lambda conn: operations.add_text(
+            svc, conn, caller.tenant, name, data, subgraphs))
     try:
         body = SourceRequest.model_validate_json(await request.body())
     except ValueError as exc:
         raise ApiError(422, "invalid_request", _first_error(exc)) from None
     if (body.url is None) == (body.text is None):
         raise ApiError(422, "invalid_request", "send exactly one of 'url' or 'text'")
+    groups = tuple(body.subgraphs)
     if body.text is not None:
-        return _ingest_bytes(svc, caller, body.name, body.text.encode(), tuple(body.subgraphs))
-    if not is_url(body.url or ""):
-        raise ApiError(422, "invalid_request", "url must start with http:// or https://")
-    spec = SourceSpec(body.url or "", is_url=True, uri=body.url or "", subgraphs=tuple(body.subgraphs))
-    with svc.pool.connection() as conn, conn.transaction():
-        result = ingest_one(conn, caller.tenant, spec, svc.embedder, _options(svc))  # type: ignore[arg-type]
-    return json_response(result.__dict__)
+        text = body.text.encode()
+        return await run_in_threadpool(_add, svc, caller, lambda conn: operations.add_text(
+            svc, conn, caller.tenant, body.name, text, groups))
+    url = body.url or ""
+    return await run_in_threadpool(_add, svc, caller, lambda conn: operations.add_url(
+        svc, conn, caller.tenant, url, groups))
 
 
 @router.delete("/sources/{source_id}", summary="Remove a source and what only it supported")
 def delete_source(source_id: int, caller: Principal = Depends(require(Scope.INGEST)),
                   svc: Service = Depends(service)) -> Response:
     with svc.scoped(caller.tenant) as conn:
-        row = conn.execute("select uri from tortus.source where source_id = %s", [source_id]).fetchone()
-        if row is None or not remove_source(conn, row[0]):
-            raise ApiError(404, "not_found", f"no source {source_id}")
-    return json_response({"removed": source_id, "uri": row[0]})
+        uri = operations.remove(conn, source_id)
+    return json_response({"removed": source_id, "uri": uri})
 
 
 @router.get("/traces/{trace_id}", summary="The stored trace of an answer")
 def trace(trace_id: int, caller: Principal = Depends(require(Scope.QUERY)),
           svc: Service = Depends(service)) -> Response:
     with svc.scoped(caller.tenant) as conn:
-        cur = conn.execute("select * from tortus.query_trace where trace_id = %s", [trace_id])
-        row = cur.fetchone()
-        if row is None:
-            raise ApiError(404, "not_found", f"no trace {trace_id}")
-        names = [c.name for c in cur.description or ()]
-    return json_response({n: v for n, v in zip(names, row, strict=True) if n != "tenant_id"})
+        return json_response(operations.trace(conn, trace_id))
 
 
-def _options(svc: Service) -> IngestOptions:
-    return IngestOptions(ts_config=svc.settings.text_search_config)
-
-
-def _ingest_bytes(svc: Service, caller: Principal, name: str, data: bytes, subgraphs: tuple[str, ...]) -> Response:
-    if not _NAME.match(name):
-        raise ApiError(422, "invalid_request",
-                       f"name {name[:120]!r}: use letters, digits, '.', '-' or '_' and end in .md, .txt, .html or .pdf")
-    if len(data) > svc.limits.max_upload_bytes:
-        raise ApiError(413, "too_large", f"the document is over the {svc.limits.max_upload_bytes:,}-byte limit")
-    with svc.pool.connection() as conn, conn.transaction():
-        result = ingest_bytes(conn, caller.tenant, name, data, svc.embedder, _options(svc),  # type: ignore[arg-type]
-                              uri=f"upload/{name}", subgraphs=subgraphs)
-    return json_response(result.__dict__)
+def _add(svc: Service, caller: Principal, ingest: Callable[[psycopg.Connection], StoreResult]) -> Response:
+    """Ingest in one transaction of the caller's tenant (off the event loop: parsing and
+    embedding take a while)."""
+    with svc.scoped(caller.tenant) as conn:
+        return json_response(ingest(conn).__dict__)
 
 
 def _first_error(exc: ValueError) -> str:

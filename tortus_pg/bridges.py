@@ -45,6 +45,10 @@ cross join lateral (
                                               and m.type in ('mentions', 'defines'))) b
     join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
     where b.node_id <> all(%(exclude)s::bigint[])
+      -- a semantic group keeps the hop inside that subgraph, as it keeps the walk
+      and (%(subgraph)s::text is null or exists (select 1 from tortus.membership g
+                                                 where g.tenant_id = n.tenant_id and g.node_id = n.node_id
+                                                   and g.subgraph = %(subgraph)s))
     order by own_document desc, b.rank
     limit 1
 ) f
@@ -91,7 +95,7 @@ def follow(
     row = conn.execute(_FOLLOW, {
         "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
         "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
-        "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES,
+        "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES, "subgraph": policy.semantic_group,
     }).fetchone()
     if row is None:
         return None

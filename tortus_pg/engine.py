@@ -121,6 +121,8 @@ def answer(
         raise InvalidInput(f"the question must have 1 to {MAX_QUERY_CHARS} characters")
     if not 1 <= k <= MAX_EVIDENCE:
         raise InvalidInput(f"k must be between 1 and {MAX_EVIDENCE} evidence chunks")
+    if policy.semantic_group is not None:
+        _check_group(conn, policy.semantic_group)
     # The question is embedded before the clock starts: the first call may load a local model,
     # which is not the question's cost. Its time is reported with the stages.
     began = time.perf_counter()
@@ -145,6 +147,14 @@ def answer(
     if store:
         result.trace_id = store_trace(conn, result, policy)
     return result
+
+
+def _check_group(conn: psycopg.Connection, group: str) -> None:
+    """A semantic group must be a subgraph of the tenant: a misspelt one would restrict the walk
+    to nothing and pass for an unanswerable question."""
+    names = [r[0] for r in conn.execute("select name from tortus.subgraph order by name").fetchall()]
+    if group not in names:
+        raise InvalidInput(f"no subgraph {group!r}; this tenant has: {', '.join(names) or 'none'}")
 
 
 def _answer(state: State) -> Answer:

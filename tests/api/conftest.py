@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 import uvicorn
 from tortus_pg.api.app import create_app
+from tortus_pg.api.service import ApiLimits
 
 from tortus_pg.config import load_settings
 from tortus_pg.tenants import create_key, create_tenant, revoke_key
@@ -49,12 +51,11 @@ def _keys(url: str) -> dict[str, str]:
     return keys
 
 
-@pytest.fixture(scope="session")
-def api(demo: tuple[Path, dict[str, str]]) -> Iterator[Api]:
+@contextmanager
+def _served(demo: tuple[Path, dict[str, str]], keys: dict[str, str], limits: ApiLimits) -> Iterator[Api]:
     workspace, env = demo
     settings = load_settings(workspace, environ=env)
-    keys = _keys(env["TORTUS_DATABASE_URL"])
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, pool_size=4), host="127.0.0.1", port=0,
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, limits, pool_size=4), host="127.0.0.1", port=0,
                                            log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -69,3 +70,21 @@ def api(demo: tuple[Path, dict[str, str]]) -> Iterator[Api]:
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def api_keys(demo: tuple[Path, dict[str, str]]) -> dict[str, str]:
+    return _keys(demo[1]["TORTUS_DATABASE_URL"])
+
+
+@pytest.fixture(scope="session")
+def api(demo: tuple[Path, dict[str, str]], api_keys: dict[str, str]) -> Iterator[Api]:
+    with _served(demo, api_keys, ApiLimits()) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def api_closed(demo: tuple[Path, dict[str, str]], api_keys: dict[str, str]) -> Iterator[Api]:
+    """The same data served with production settings: introspection off."""
+    with _served(demo, api_keys, ApiLimits(introspection=False)) as served:
+        yield served

@@ -24,7 +24,7 @@ def _last_json(output: str) -> object:
 
 
 def test_the_page_has_examples() -> None:
-    assert len(SHELL) >= 6
+    assert len(SHELL) >= 7 and len(GRAPHQL) >= 3
 
 
 @pytest.mark.parametrize("block", SHELL, ids=[b.split("\n")[0][:60] for b in SHELL])
@@ -36,6 +36,16 @@ def test_every_shell_example_answers(api: Api, block: str, tmp_path: Path) -> No
     answer = _last_json(done.stdout)
     assert not (isinstance(answer, dict) and "error" in answer), answer
     with api.client() as http:  # the examples that add sources leave the demo as it was
+        for source in http.get("/api/sources").json():
+            if source["uri"].startswith("upload/"):
+                assert http.delete(f"/api/sources/{source['source_id']}").status_code == 200
+
+
+@pytest.mark.parametrize("query", GRAPHQL, ids=[q.split("{")[1].split("(")[0].strip()[:40] for q in GRAPHQL])
+def test_every_graphql_example_answers(api: Api, query: str) -> None:
+    with api.client() as http:
+        reply = http.post("/graphql", json={"query": query}).json()
+        assert "errors" not in reply and all(v is not None for v in reply["data"].values()), reply
         for source in http.get("/api/sources").json():
             if source["uri"].startswith("upload/"):
                 assert http.delete(f"/api/sources/{source['source_id']}").status_code == 200

@@ -129,6 +129,7 @@ def test_bad_input_gets_a_4xx_naming_the_problem(api: Api) -> None:
         both = _error(http.post("/api/sources", json={"url": "https://example.com/", "text": "x"}))
         bad_name = _error(http.post("/api/sources", json={"text": "x", "name": "../../etc/passwd"}))
         not_a_url = _error(http.post("/api/sources", json={"url": "file:///etc/passwd"}))
+        no_group = _error(http.post("/api/query", json={"question": QUESTION, "semantic_group": "no-such-group"}))
     assert malformed[0] == 422 and "JSON" in malformed[1]
     assert unknown[0] == 422 and "max_hopz" in unknown[1]
     assert empty[0] == 422 and "question" in empty[1]
@@ -138,6 +139,7 @@ def test_bad_input_gets_a_4xx_naming_the_problem(api: Api) -> None:
     assert both[0] == 422 and "exactly one" in both[1]
     assert bad_name[0] == 422 and "name" in bad_name[1]
     assert not_a_url[0] == 422 and "http" in not_a_url[1]
+    assert no_group[0] == 400 and "no subgraph 'no-such-group'" in no_group[1] and "incidents" in no_group[1]
 
 
 def test_a_body_of_unstated_length_is_refused_before_it_is_read(api: Api) -> None:

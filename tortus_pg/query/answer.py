@@ -80,8 +80,25 @@ def answer_by_relation(conn: psycopg.Connection, state: State) -> None:
                                                options.policy.max_hops, options.ts_config), None)
     related = None if chain is None else clock.attempt("relation_evidence", partial(
         relations.answer, conn, chain, state.evidence, q.vector, options.k, options.policy.max_tokens), None)
-    if related is None:
+    if chain is None or related is None or _leaves_group(
+            conn, [h.chunk for h in chain.hops if h.chunk is not None], options.policy.semantic_group):
         return
     state.evidence, state.synthesis, paths = related
     state.routes.update(paths)
     link(conn, state)
+
+
+_OUTSIDE = """
+select exists (select 1 from unnest(%s::bigint[]) c(node_id)
+               where not exists (select 1 from tortus.membership m where m.tenant_id = tortus.current_tenant()
+                                   and m.node_id = c.node_id and m.subgraph = %s))
+"""
+
+
+def _leaves_group(conn: psycopg.Connection, chunks: list[int], group: str | None) -> bool:
+    """Whether a chain quotes a chunk outside the policy's semantic group (which keeps every
+    hop, as it keeps the walk, inside that subgraph)."""
+    if group is None or not chunks:
+        return False
+    row = conn.execute(_OUTSIDE, [chunks, group]).fetchone()
+    return bool(row and row[0])
