@@ -1,12 +1,14 @@
 """API keys: `Authorization: Bearer <key>` names a tenant and the scopes the key was given.
 
 No key, a malformed one, an unknown or a revoked key get 401; a key without the scope an
-endpoint needs gets 403. Keys are checked by `tortus.authenticate` as the application role, in
-the request's own transaction, before the tenant is set.
+endpoint needs gets 403. Keys are checked by `tortus.authenticate` as the application role, and
+remembered (by their hash) for a few seconds (`service.KeyCache`), so a revoked key stops working
+within that time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,13 +55,18 @@ def principal(request: Request, svc: Service = Depends(service)) -> Principal:
     if match is None:
         raise ApiError(401, "unauthorized", "send an API key as 'Authorization: Bearer <key>' "
                        "(create one with `tortus-pg key create TENANT`)")
+    digest = hashlib.sha256(match.group(1).encode()).hexdigest()
+    if (known := svc.keys.get(digest)) is not None:
+        return known
     with svc.pool.connection() as conn, conn.transaction():
         conn.execute(f"set local role {APP_ROLE}")
         found = authenticate(conn, match.group(1))
     if found is None:
         raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
     tenant, scopes = found
-    return Principal(tenant, frozenset(scopes))
+    caller = Principal(tenant, frozenset(scopes))
+    svc.keys.put(digest, caller)
+    return caller
 
 
 def require(scope: Scope) -> Callable[[Principal], Principal]:

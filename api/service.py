@@ -3,9 +3,13 @@ settings and the server's limits; and the one way a request reaches the database
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -15,6 +19,9 @@ from tortus_pg.config import Settings
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import Embedder, make_embedder
 from tortus_pg.policy import Limits
+
+if TYPE_CHECKING:
+    from .auth import Principal
 
 
 @dataclass(frozen=True)
@@ -31,12 +38,37 @@ class ApiLimits:
     policy: Limits = field(default_factory=Limits)
 
 
+class KeyCache:
+    """Keys checked in the last `ttl_s` seconds, by their SHA-256 (never the key itself): most
+    requests then skip a database round trip. A revoked key stops working within `ttl_s`."""
+
+    def __init__(self, ttl_s: float = 5.0, size: int = 10_000) -> None:
+        self.ttl_s, self.size = ttl_s, size
+        self._known: OrderedDict[str, tuple[float, Principal]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> Principal | None:
+        with self._lock:
+            hit = self._known.get(digest)
+            if hit is None or hit[0] < time.monotonic():
+                return None
+            return hit[1]
+
+    def put(self, digest: str, caller: Principal) -> None:
+        with self._lock:
+            self._known[digest] = (time.monotonic() + self.ttl_s, caller)
+            self._known.move_to_end(digest)
+            while len(self._known) > self.size:
+                self._known.popitem(last=False)
+
+
 @dataclass
 class Service:
     settings: Settings
     pool: ConnectionPool
     embedder: Embedder | None
     limits: ApiLimits
+    keys: KeyCache = field(default_factory=KeyCache)
 
     @contextmanager
     def scoped(self, tenant: str) -> Iterator[psycopg.Connection]:

@@ -107,6 +107,7 @@ def test_a_text_and_an_upload_are_ingested_searched_and_removed(api: Api) -> Non
         listed = {s["uri"]: s for s in http.get("/api/sources").json()}
         removed = http.delete(f"/api/sources/{listed['upload/crane.md']['source_id']}")
         after = {s["uri"] for s in http.get("/api/sources").json()}
+        http.delete(f"/api/sources/{listed['upload/gate.txt']['source_id']}")
     assert added.status_code == 200 and added.json()["status"] == "ingested", added.text
     assert uploaded.status_code == 200 and uploaded.json()["uri"] == "upload/gate.txt"
     assert found and "quarantine" in found[0]["text"]
