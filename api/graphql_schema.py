@@ -29,8 +29,6 @@ from graphql import (
 )
 from graphql.execution.values import get_directive_values
 
-from tortus_pg.retrieve import MAX_QUERY_CHARS
-
 from . import operations
 from .auth import Principal, Scope
 from .errors import ApiError
@@ -275,8 +273,6 @@ class Query(graphene.ObjectType):
                     policy: dict[str, Any] | None = None) -> dict[str, Any]:
         ctx = _context(info)
         ctx.need(Scope.QUERY)
-        if not question.strip() or len(question) > MAX_QUERY_CHARS:
-            raise GraphQLError(f"the question must have 1 to {MAX_QUERY_CHARS} characters")
         values, shown = directive_policy(info)
         fields = {**{k: v for k, v in dict(policy or {}).items() if v is not None}, **values}
         reply = _checked(lambda: operations.ask(ctx.svc, ctx.conn, question, k, fields))

@@ -101,3 +101,19 @@ def test_explain_says_what_kind_of_answer_the_question_asks_for(demo: tuple[Path
     assert query(*demo, asked)["diagnostics"]["answer_type"] == "a duration or length"
     assert query(*demo, "Which team owns the Checkout Gateway?")["diagnostics"]["answer_type"] == "a name"
     assert query(*demo, "What does clause 7.3.2 say?")["diagnostics"]["answer_type"] is None
+
+
+def test_bad_query_text_and_non_finite_weights_are_clear_errors(demo: tuple[Path, dict[str, str]]) -> None:
+    ws, env = demo
+    cases = [
+        (["query", "clause\x007.3.2"], "contains a NUL character"),
+        (["query", "clause\x007.3.2", "--mode", "keyword"], "contains a NUL character"),
+        # What a terminal's undecodable bytes become in a Python argument.
+        (["query", "clause \udcff 7.3.2"], "not valid UTF-8"),
+        (["query", "clause 7.3.2", "--mode", "hybrid", "--bm25-weight", "nan"], "finite"),
+        (["query", "clause 7.3.2", "--mode", "hybrid", "--vector-weight", "inf"], "finite"),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, ["--workspace", str(ws), *args, "--json"], env=env)
+        assert result.exit_code != 0 and message in str(result.exception), (args, result.output)
+        assert "NaN" not in result.output and "Traceback" not in result.output

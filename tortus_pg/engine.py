@@ -37,7 +37,7 @@ from tortus_pg.query.seed import seed
 from tortus_pg.query.select import select
 from tortus_pg.query.state import Options, State
 from tortus_pg.query.walk import walk
-from tortus_pg.retrieve import MAX_QUERY_CHARS, embed_query
+from tortus_pg.retrieve import check_text, embed_query
 from tortus_pg.scoring import Scorer, default_score
 from tortus_pg.synth import Synthesizer
 from tortus_pg.trace import store_trace
@@ -117,8 +117,7 @@ def answer(
 
     `layout` walks with alternative torus coordinates stored by `indexing.store_layout`
     (layout ablations); by default the live coordinates."""
-    if not question.strip() or len(question) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"the question must have 1 to {MAX_QUERY_CHARS} characters")
+    check_text(question, "question")
     if not 1 <= k <= MAX_EVIDENCE:
         raise InvalidInput(f"k must be between 1 and {MAX_EVIDENCE} evidence chunks")
     if policy.semantic_group is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -76,18 +77,31 @@ def search(
     or the query's embedding as `query_vector`."""
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    if not query.strip() or len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"the query must have 1 to {MAX_QUERY_CHARS} characters")
+    check_text(query, "query")
     if not 1 <= k <= MAX_K:
         raise InvalidInput(f"k must be between 1 and {MAX_K}")
-    if bm25_weight < 0 or vector_weight < 0 or rrf_k < 1:
-        raise InvalidInput("weights must be non-negative and rrf_k at least 1")
+    if not all(math.isfinite(w) and w >= 0 for w in (bm25_weight, vector_weight)) or rrf_k < 1:
+        raise InvalidInput("weights must be finite and non-negative, and rrf_k at least 1")
     vector = None
     if mode != "keyword":
         vector = query_vector if query_vector is not None else embed_query(embedder, query, f"{mode} search")
     params = {"q": query, "v": vector, "k": k, "bw": bm25_weight, "vw": vector_weight, "rrf": rrf_k, "cfg": ts_config}
     with conn.cursor(row_factory=class_row(Hit)) as cur:
         return cur.execute(_HITS.format(leg=_LEGS[mode]), params).fetchall()
+
+
+def check_text(text: str, what: str) -> str:
+    """A question or query as the database can take it: 1 to MAX_QUERY_CHARS characters of valid
+    UTF-8 (text read from a terminal may carry undecodable bytes) with no NUL."""
+    if not text.strip() or len(text) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the {what} must have 1 to {MAX_QUERY_CHARS} characters")
+    if "\x00" in text:
+        raise InvalidInput(f"the {what} contains a NUL character; remove it")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"the {what} is not valid UTF-8; check the terminal's or the file's encoding") from None
+    return text
 
 
 def embed_query(embedder: Embedder | None, query: str, purpose: str = "this search") -> np.ndarray:
