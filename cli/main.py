@@ -6,9 +6,10 @@ from pathlib import Path
 
 import psycopg
 import typer
+from rich.markup import escape
 
 from tortus_pg import migrate, tenants
-from tortus_pg.config import CONFIG_FILE, DEFAULT_TOML, Settings
+from tortus_pg.config import CONFIG_FILE, DEFAULT_TOML, Settings, exposure, write_private
 from tortus_pg.db import connect, database_url, redact
 from tortus_pg.doctor import run_checks
 from tortus_pg.errors import TortusError
@@ -56,6 +57,8 @@ def root(
 ) -> None:
     """Postgres-native retrieval for explainable multi-hop RAG."""
     ctx.obj = build_settings(workspace, database_url_, tenant)
+    if warning := exposure(ctx.obj.workspace / CONFIG_FILE):
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 @app.command()
@@ -65,7 +68,7 @@ def init(ctx: typer.Context) -> None:
     s.workspace.mkdir(parents=True, exist_ok=True)
     toml = s.workspace / CONFIG_FILE
     if not toml.exists():
-        toml.write_text(DEFAULT_TOML, encoding="utf-8")
+        write_private(toml, DEFAULT_TOML)
         console.print(f"wrote {toml}")
     url = database_url(s)
     reached = migrate.upgrade(url)

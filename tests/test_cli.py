@@ -50,6 +50,18 @@ def test_init_then_doctor_on_a_url(workspace: Path, fresh_db: Callable[..., str]
     assert "FAIL" not in doctor.output and "row-level security" in doctor.output
 
 
+def test_the_settings_file_is_private_and_a_wider_one_is_warned_about(workspace: Path,
+                                                                      fresh_db: Callable[..., str]) -> None:
+    url = fresh_db()
+    assert cli(workspace, url, "init").exit_code == 0
+    toml = workspace / "tortus.toml"
+    assert toml.stat().st_mode & 0o777 == 0o600
+    assert "chmod" not in cli(workspace, url, "tenant", "list").output
+    toml.chmod(0o644)
+    warned = cli(workspace, url, "tenant", "list")
+    assert warned.exit_code == 0 and f"chmod 600 {toml}" in warned.output.replace("\n", "")
+
+
 def test_doctor_fails_on_an_old_revision_and_names_the_fix(workspace: Path, fresh_db: Callable[..., str]) -> None:
     url = fresh_db()
     migrate.upgrade(url, "0001")

@@ -59,6 +59,27 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         raise ConfigError(f"{origin}: {name} must be {wanted.__name__}, got {value!r}") from None
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (mode 0600): tortus.toml may hold a database URL with
+    a password, or API keys."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    path.chmod(0o600)  # the mode of a file that existed before is narrowed too
+
+
+def exposure(path: Path) -> str | None:
+    """A warning when a tortus.toml is readable or writable by others than its owner."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return None
+    if mode & 0o077:
+        return (f"{path} has mode {mode:o}: others may read settings that can hold passwords and keys; "
+                f"run `chmod 600 {path}`")
+    return None
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """Read the [tortus] table of a tortus.toml (missing file: empty)."""
     if not path.is_file():

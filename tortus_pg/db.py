@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -32,9 +32,27 @@ def database_url(settings: Settings) -> str:
     return embedded.bootstrap(settings.pgdata)
 
 
-def redact(url: str) -> str:
-    """The URL with any password replaced, for messages."""
-    return re.sub(r"(//[^:/@]+):[^@]*@", r"\1:***@", url)
+# A URL's user information runs to the last "@" before the host, so a password may hold "@";
+# key/value connection strings and query parameters name it `password` (or `sslpassword`).
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):[^/?#\s]*@")
+_KEY_PASSWORD = re.compile(r"(?P<head>\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s&'\"]*)", re.I)
+
+
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """`text` (a URL, a connection string, a driver's message quoting either) with every
+    password replaced by ***, for messages and logs; `secrets` are masked wherever they stand."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _URL_PASSWORD.sub(r"\g<head>:***@", text)
+    return _KEY_PASSWORD.sub(r"\g<head>***", text)
+
+
+def _passwords(url: str) -> list[str]:
+    """The password a connection string carries, and its parts between '@'s: a driver that splits
+    the URL at its first '@' echoes the rest of the password as a host name."""
+    found = [m.group(0)[len(m.group("head")) + 1:-1] for m in _URL_PASSWORD.finditer(url)]
+    found += [m.group(0)[len(m.group("head")):].strip("'") for m in _KEY_PASSWORD.finditer(url)]
+    return [part for secret in found for part in (secret, *secret.split("@")) if len(part) >= 3]
 
 
 def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
@@ -42,14 +60,14 @@ def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "no reason given"
+        reason = redact(str(exc).strip().splitlines()[-1], _passwords(url)) if str(exc).strip() else "no reason given"
         raise DatabaseUnavailable(
             f"cannot connect to {redact(url)}: {reason}\n"
             "Check TORTUS_DATABASE_URL (or database_url in tortus.toml), "
             "or unset it to use the embedded server."
         ) from None
     except psycopg.ProgrammingError as exc:
-        raise DatabaseUnavailable(f"invalid database URL {redact(url)}: {exc}") from None
+        raise DatabaseUnavailable(f"invalid database URL {redact(url)}: {redact(str(exc), _passwords(url))}") from None
     if conn.execute("select 1 from pg_type where typname = 'vector'").fetchone():
         register_vector(conn)
     if not autocommit:
