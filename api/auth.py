@@ -1,14 +1,13 @@
 """API keys: `Authorization: Bearer <key>` names a tenant and the scopes the key was given.
 
 No key, a malformed one, an unknown or a revoked key get 401; a key without the scope an
-endpoint needs gets 403. Keys are checked by `tortus.authenticate` as the application role, and
+endpoint needs gets 403. Keys are checked by their hash (`tortus.authenticate_hash`) as the application role, and
 remembered (by their hash) for a few seconds (`service.KeyCache`), so a revoked key stops working
 within that time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from enum import StrEnum
 from fastapi import Depends, Request
 
 from tortus_pg.db import APP_ROLE
-from tortus_pg.tenants import authenticate
+from tortus_pg.tenants import authenticate, key_hash
 
 from .errors import ApiError
 from .service import Service
@@ -55,7 +54,7 @@ def principal(request: Request, svc: Service = Depends(service)) -> Principal:
     if match is None:
         raise ApiError(401, "unauthorized", "send an API key as 'Authorization: Bearer <key>' "
                        "(create one with `tortus-pg key create TENANT`)")
-    digest = hashlib.sha256(match.group(1).encode()).hexdigest()
+    digest = key_hash(match.group(1))
     if (known := svc.keys.get(digest)) is not None:
         return known
     with svc.pool.connection() as conn, conn.transaction():

@@ -16,19 +16,23 @@ comment on function tortus.key_hash(text) is
 'SHA-256 (hex) of an API key as stored in tortus.api_key.key_hash; keys are random 256-bit '
 'secrets, so a fast hash is enough and the plain key is never stored.';
 
-create or replace function tortus.authenticate(api_key text)
+-- The key itself never travels to the server: with log_statement = 'all' a parameter holding it
+-- would be written to the server's log. Clients send its SHA-256.
+drop function if exists tortus.authenticate(text);
+
+create or replace function tortus.authenticate_hash(key_hash text)
 returns table (tenant_id text, key_id bigint, scopes text[])
 language sql stable strict security definer
 set search_path = pg_catalog
 as $$
     select k.tenant_id, k.key_id, k.scopes
     from tortus.api_key k
-    where k.key_hash = tortus.key_hash(api_key) and k.revoked_at is null
+    where k.key_hash = authenticate_hash.key_hash and k.revoked_at is null
 $$;
 
-comment on function tortus.authenticate(text) is
-'The tenant, key id and scopes of a valid, unrevoked API key (no row otherwise). Runs as the '
-'schema owner because the caller does not yet know its tenant.';
+comment on function tortus.authenticate_hash(text) is
+'The tenant, key id and scopes of a valid, unrevoked API key given by its SHA-256 (hex); no row '
+'otherwise. Runs as the schema owner because the caller does not yet know its tenant.';
 
-revoke all on function tortus.authenticate(text) from public;
-grant execute on function tortus.authenticate(text) to tortus_app;
+revoke all on function tortus.authenticate_hash(text) from public;
+grant execute on function tortus.authenticate_hash(text) to tortus_app;

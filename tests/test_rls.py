@@ -52,7 +52,7 @@ def two_tenants(db_url: str) -> Iterator[psycopg.Connection]:
 
 @pytest.mark.parametrize("table", TENANT_TABLES)
 def test_tenant_sees_own_rows(two_tenants: psycopg.Connection, table: str) -> None:
-    if table == "api_key":  # the application reads keys only through tortus.authenticate()
+    if table == "api_key":  # the application reads keys only through tortus.authenticate_hash()
         assert two_tenants.execute("select count(*) from tortus.api_key where tenant_id = 'a'").fetchone() == (1,)
         return
     with tenant_scope(two_tenants, "a"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,9 +75,8 @@ def create_key(conn: psycopg.Connection, tenant_id: str, scopes: list[str], labe
         raise TenantNotFound(f"no tenant {tenant_id!r}; create it with `tortus-pg tenant create {tenant_id}`")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     row = conn.execute(
-        "insert into tortus.api_key (tenant_id, label, key_hash, scopes) "
-        "values (%s, %s, tortus.key_hash(%s), %s) returning key_id",
-        [tenant_id, label, key, sorted(set(scopes))],
+        "insert into tortus.api_key (tenant_id, label, key_hash, scopes) values (%s, %s, %s, %s) returning key_id",
+        [tenant_id, label, key_hash(key), sorted(set(scopes))],
     ).fetchone()
     assert row is not None
     return NewKey(tenant_id, row[0], key, sorted(set(scopes)))
@@ -93,7 +93,13 @@ def revoke_key(conn: psycopg.Connection, tenant_id: str, key_id: int) -> None:
         raise InvalidInput(f"tenant {tenant_id!r} has no active key {key_id}")
 
 
+def key_hash(key: str) -> str:
+    """The SHA-256 (hex) a key is stored and checked by: the key itself is never sent to the
+    server, whose statement log could hold it."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def authenticate(conn: psycopg.Connection, key: str) -> tuple[str, list[str]] | None:
     """The tenant and scopes of a valid key, or None."""
-    row = conn.execute("select tenant_id, scopes from tortus.authenticate(%s)", [key]).fetchone()
+    row = conn.execute("select tenant_id, scopes from tortus.authenticate_hash(%s)", [key_hash(key)]).fetchone()
     return (row[0], list(row[1])) if row else None
