@@ -23,7 +23,7 @@ drop function if exists tortus.authenticate(text);
 create or replace function tortus.authenticate_hash(key_hash text)
 returns table (tenant_id text, key_id bigint, scopes text[])
 language sql stable strict security definer
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select k.tenant_id, k.key_id, k.scopes
     from tortus.api_key k

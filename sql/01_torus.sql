@@ -30,7 +30,7 @@ comment on function tortus.torus_distance(double precision, double precision, do
 create or replace function tortus.shard_of(theta double precision, phi double precision, n_shards integer)
 returns integer
 language plpgsql immutable strict parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     tau constant double precision := 2 * pi();

@@ -2,7 +2,7 @@
 
 create or replace function tortus.check_span_bounds() returns trigger
 language plpgsql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     len integer;
@@ -29,7 +29,7 @@ create or replace trigger evidence_span_bounds
 create or replace function tortus.span_text(p_tenant text, p_source bigint, p_start integer, p_end integer)
 returns text
 language sql stable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select substr(s.text, p_start + 1, p_end - p_start)
     from tortus.source s
@@ -42,7 +42,7 @@ comment on function tortus.span_text(text, bigint, integer, integer) is
 create or replace function tortus.chunk_at(p_tenant text, p_source bigint, p_start integer, p_end integer)
 returns bigint
 language sql stable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select c.node_id
     from tortus.evidence_span c

@@ -2,7 +2,7 @@
 
 create or replace function tortus.ensure_vector_index(dim integer) returns text
 language plpgsql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     name text := format('node_embedding_%s_hnsw', dim);

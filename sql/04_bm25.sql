@@ -43,7 +43,7 @@ create or replace function tortus.bm25_apply(
     p_tenant text[], p_node bigint[], p_old tsvector[], p_new tsvector[]
 ) returns void
 language plpgsql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     c record;
@@ -156,7 +156,7 @@ comment on function tortus.bm25_apply(text[], bigint[], tsvector[], tsvector[]) 
 
 create or replace function tortus.bm25_node_changes() returns trigger
 language plpgsql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if tg_op = 'INSERT' then
@@ -182,7 +182,7 @@ comment on function tortus.bm25_node_changes() is
 
 create or replace function tortus.bm25_node_update() returns trigger
 language plpgsql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform tortus.bm25_apply(array_agg(n.tenant_id), array_agg(n.node_id),
@@ -228,7 +228,7 @@ create or replace trigger bm25_node_update
 
 create or replace function tortus.bm25_rebuild(p_tenant text) returns bigint
 language plpgsql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     n bigint;

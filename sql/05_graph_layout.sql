@@ -3,7 +3,7 @@
 
 create or replace function tortus.place_concepts() returns integer
 language sql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 begin atomic
     with placed as (
         select e.dst as node_id,
@@ -32,7 +32,7 @@ comment on function tortus.place_concepts() is
 create or replace function tortus.rebuild_portals(max_df integer default 25, per_pair integer default 3)
 returns integer
 language plpgsql
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     made integer;

@@ -8,7 +8,7 @@ create or replace function tortus.bm25_search(
     config regconfig default 'english', within bigint[] default null
 ) returns table (node_id bigint, score double precision, rank integer)
 language sql stable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     with terms as (
         select array_agg(distinct t.lexeme) as lexemes
@@ -52,7 +52,7 @@ drop function if exists tortus.vector_search(vector, integer, integer);
 create or replace function tortus.vector_search(query vector, k integer default 10, ef_search integer default 100)
 returns table (node_id bigint, distance double precision, score double precision, rank integer)
 language plpgsql volatile
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     ext text := (select extnamespace::regnamespace::text from pg_extension where extname = 'vector');
@@ -108,7 +108,7 @@ drop function if exists tortus.hybrid_search(
 create or replace function tortus.identifier_lexemes(query text, config regconfig default 'english')
 returns text[]
 language sql stable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return (
     select coalesce(array_agg(distinct t.lexeme), '{}')
     from unnest(to_tsvector(config, left(query, 10000))) as t
@@ -130,7 +130,7 @@ create or replace function tortus.hybrid_search(
     heading_match boolean
 )
 language sql volatile
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     with lexical as (
         select l.node_id, l.rank from tortus.bm25_search(query, greatest(candidates, k), config => config) l

@@ -35,7 +35,7 @@ comment on function tortus.layout_coordinates(double precision, double precision
 create or replace function tortus.traverse_policy(policy jsonb default '{}')
 returns jsonb
 language plpgsql immutable
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     known constant text[] := array['max_hops', 'fan_out', 'beam_width', 'max_nodes', 'max_portal_hops',
@@ -148,7 +148,7 @@ returns table (
     pruned boolean, prune_reason text
 )
 language plpgsql stable
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 -- The per-hop query's best plan depends on how many rows the state arrays hold, which a
 -- generic plan cannot see: custom plans measured about 1.5 times faster here.
 set plan_cache_mode = force_custom_plan
@@ -543,7 +543,7 @@ create or replace function tortus.ppr(
     max_frontier integer default 5000
 ) returns table (node_id bigint, score double precision)
 language plpgsql stable
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_custom_plan
 as $$
 #variable_conflict use_column

@@ -9,7 +9,7 @@ create or replace function tortus.local_density(seeds bigint[], radius double pr
 returns table (node_id bigint, theta double precision, phi double precision, neighbours integer,
                expected double precision)
 language sql stable
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     -- Angles are brought into [0, 2 pi) once per chunk, so the per-pair test is a few
     -- subtractions; this runs for every seed against every chunk of the tenant.
@@ -48,7 +48,7 @@ create or replace function tortus.path_hops(path bigint[], edge_types text[], di
 returns table (hop integer, src bigint, src_label text, dst bigint, dst_label text, edge_type text,
                weight double precision, evidence jsonb)
 language sql stable
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     with hops as (
         select h.i as hop, path[h.i] as a, path[h.i + 1] as b, edge_types[h.i] as t, directions[h.i] as d
@@ -148,7 +148,7 @@ returns table (
     pruned boolean, prune_reason text, min_confidence double precision, spans integer
 )
 language sql stable
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     -- Set-based: one plan probes the edge of every hop of every kept path (a function call per
     -- path cost more than the walk itself).

@@ -9,7 +9,7 @@ create or replace function tortus.relation_paths(
     fan_out integer default 25, max_paths integer default 2000
 ) returns table (path bigint[], edges bigint[], types text[], directions text[], min_confidence real)
 language sql stable
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     with recursive walk (node, path, edges, types, directions, min_confidence) as (
         select s, array[s], '{}'::bigint[], '{}'::text[], '{}'::text[], 1::real

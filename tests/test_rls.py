@@ -117,3 +117,13 @@ def test_roles_do_not_bypass_rls(conn: psycopg.Connection) -> None:
         "select rolname from pg_roles where rolname like 'tortus\\_%%' and (rolbypassrls or rolsuper)"
     ).fetchall()
     assert rows == []
+
+
+def test_every_function_that_pins_its_search_path_searches_temp_last(conn: psycopg.Connection) -> None:
+    # Without pg_temp named last, PostgreSQL searches the caller's temporary schema first for
+    # tables, so a role that may create temp objects could shadow what a function reads.
+    rows = conn.execute(
+        "select p.proname, c from pg_proc p join pg_namespace n on n.oid = p.pronamespace, "
+        "unnest(p.proconfig) c where n.nspname = 'tortus' and c like 'search_path=%'").fetchall()
+    assert len(rows) >= 10
+    assert {c for _, c in rows} == {"search_path=pg_catalog, pg_temp"}, rows
