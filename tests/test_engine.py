@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from importlib.resources import files
 from typing import Any
@@ -353,6 +354,21 @@ def test_stored_trace_is_visible_to_its_tenant_only(owner: psycopg.Connection, e
     with tenant_scope(owner, "other") as other:
         assert other.execute("select 1 from tortus.trace_overview where trace_id = %s", [a.trace_id]).fetchone() is None
         assert other.execute("select 1 from tortus.trace_hops where trace_id = %s", [a.trace_id]).fetchone() is None
+
+
+def test_a_locked_trace_table_costs_the_answer_its_trace_not_the_budget(engine_url: str, embedder: Embedder) -> None:
+    with connect(engine_url) as blocker, connect(engine_url) as conn:
+        blocker.execute("lock table tortus.query_trace in access exclusive mode")
+        conn.execute("set statement_timeout = '5s'")  # without the fix the insert waits this long and fails
+        began = time.perf_counter()
+        with tenant_scope(conn, TENANT) as db:
+            a = answer(db, GOLDEN["q13"], embedder=embedder, store=True, policy=TraversalPolicy(max_ms=1500))
+            assert db.execute("show statement_timeout").fetchone() == ("5s",)  # the caller's, put back
+        elapsed = time.perf_counter() - began
+        blocker.rollback()
+    assert a.trace_id is None and a.answer is not None
+    assert any("the trace was not stored" in w for w in a.warnings)
+    assert elapsed < 1.5 + 1.0  # the budget, and the embedding before the clock starts
 
 
 def test_the_scorer_ranks_what_the_walk_reached(ask: Ask) -> None:

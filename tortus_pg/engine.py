@@ -144,8 +144,29 @@ def answer(
             restore = previous_timeout[0] if previous_timeout else "0"
             conn.execute("select set_config('statement_timeout', %s, true)", [restore])
     if store:
-        result.trace_id = store_trace(conn, result, policy)
+        result.trace_id = _stored(conn, result, policy, clock.remaining_ms())
     return result
+
+
+TRACE_FLOOR_MS = 100  # a trace may take this long even when the question's budget is spent
+
+
+def _stored(conn: psycopg.Connection, result: Answer, policy: TraversalPolicy, remaining_ms: int) -> int | None:
+    """The answer's trace id, stored within what is left of the time budget: a trace table that
+    is locked or slow costs the answer its trace (with a warning), never the budget."""
+    limit = max(remaining_ms, TRACE_FLOOR_MS)
+    timeouts = "select set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true)"
+    try:
+        with conn.transaction():
+            before = conn.execute("select current_setting('statement_timeout'), current_setting('lock_timeout')"
+                                  ).fetchone()
+            conn.execute(timeouts, [str(limit), str(limit)])
+            trace_id = store_trace(conn, result, policy)
+            conn.execute(timeouts, list(before or ("0", "0")))  # what the caller's transaction had
+            return trace_id
+    except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
+        result.warnings.append(f"the trace was not stored: it did not get through within {limit} ms")
+        return None
 
 
 def _check_group(conn: psycopg.Connection, group: str) -> None:
