@@ -14,8 +14,10 @@ from tortus_pg.config import Settings, load_settings
 from tortus_pg.db import connect, database_url
 from tortus_pg.migrate import require_current
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# Markup off: paths, URLs, questions and messages are printed as they are ("[/b]" in a file name,
+# "http://[fe80::1]/"); styled output is built as rich Text.
+console = Console(highlight=False, soft_wrap=True, markup=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def settings(ctx: typer.Context) -> Settings:

@@ -22,7 +22,7 @@ from tortus_pg.eval.strategies import EXTERNAL_CMD_ENV, STRATEGIES, StrategyCont
 
 from .context import console, err_console, owner_connection, settings
 
-COLUMNS = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+COLUMNS = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
 SHOWN = {"recall@2": "R@2", "recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10", "mrr": "MRR",
          "all_gold@5": "all@5"}
 WITH_CI = ("recall@5", "all_gold@5")

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from tortus_pg.config import Settings
 from tortus_pg.db import tenant_scope
@@ -53,7 +54,7 @@ def ingest(
         ts_config=s.text_search_config,
         extra_extractor=extractor,
     )
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     report = None
     with owner_connection(ctx) as conn, Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("ingesting", total=len(specs))
@@ -109,9 +110,9 @@ def _print_summary(
             f"{ledger.prompt_tokens} prompt + {ledger.completion_tokens} completion tokens"
         )
     for r in summary.warned:
-        console.print(f"[yellow]warning[/] {r.uri}: {'; '.join(r.warnings)}")
+        console.print(Text.assemble(("warning", "yellow"), f" {r.uri}: {'; '.join(r.warnings)}"))
     for uri, reason in summary.failed:
-        console.print(f"[red]failed[/] {uri}: {reason}")
+        console.print(Text.assemble(("failed", "red"), f" {uri}: {reason}"))
 
 
 def llm_extractor(s: Settings) -> LLMExtractor:

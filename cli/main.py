@@ -6,7 +6,7 @@ from pathlib import Path
 
 import psycopg
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from tortus_pg import migrate, tenants
 from tortus_pg.config import CONFIG_FILE, DEFAULT_TOML, Settings, exposure, write_private
@@ -58,7 +58,7 @@ def root(
     """Postgres-native retrieval for explainable multi-hop RAG."""
     ctx.obj = build_settings(workspace, database_url_, tenant)
     if warning := exposure(ctx.obj.workspace / CONFIG_FILE):
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}")
+        err_console.print(Text.assemble(("warning:", "yellow"), f" {warning}"))
 
 
 @app.command()
@@ -88,8 +88,8 @@ def doctor(ctx: typer.Context) -> None:
         checks = run_checks(conn, s.embedding_dim)
     failed = False
     for check in checks:
-        mark = "[green]ok[/]" if check.ok else ("[red]FAIL[/]" if check.required else "[yellow]warn[/]")
-        console.print(f"{mark:>16}  {check.name:<20} {check.detail}")
+        mark = ("ok", "green") if check.ok else (("FAIL", "red") if check.required else ("warn", "yellow"))
+        console.print(Text.assemble((f"{mark[0]:>6}", mark[1]), f"  {check.name:<20} {check.detail}"))
         if not check.ok:
             console.print(f"{'':>6}fix: {check.fix}")
             failed = failed or check.required
@@ -102,10 +102,10 @@ def main() -> None:
     try:
         app()
     except TortusError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        err_console.print(Text.assemble(("error:", "red"), f" {exc}"))
         raise SystemExit(1) from None
     except psycopg.Error as exc:
-        err_console.print(f"[red]error:[/] the database refused: {str(exc).strip()}")
+        err_console.print(Text.assemble(("error:", "red"), f" the database refused: {str(exc).strip()}"))
         raise SystemExit(1) from None
 
 

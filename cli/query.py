@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from tortus_pg.config import Settings
@@ -108,31 +109,32 @@ def _quote(text: str, limit: int = 160) -> str:
 
 def _render(result: Answer, explain: bool) -> None:
     if result.withheld:
-        console.print(f"[bold yellow]Not enough source-backed evidence to answer[/] (support {result.confidence:.2f}).")
+        console.print(Text.assemble(("Not enough source-backed evidence to answer", "bold yellow"),
+                                    f" (support {result.confidence:.2f})."))
     else:
-        console.print(f"[bold]{result.answer}[/]")
+        console.print(result.answer or "", style="bold")
         short = f"short answer: {result.short_answer}; " if result.short_answer else ""
         console.print(f"{short}confidence {result.confidence:.2f}")
         for claim in result.claims:
             page = f" p.{claim['page']}" if claim.get("page") else ""
             console.print(f"  [{claim['citation']}] {claim['uri']}{page} chars {claim['span'][0]}-{claim['span'][1]}")
     for warning in result.warnings:
-        console.print(f"[yellow]! {warning}[/]")
+        console.print(f"! {warning}", style="yellow")
     if not explain:
         return
-    tree = Tree(f"[bold]{result.question}[/]")
+    tree = Tree(Text(result.question, style="bold"))
     nodes: dict[object, Tree] = {}
     for hop in result.path:
         parent = tree if hop["edge_type"] == "search" else nodes.get(hop.get("from_id"))
         start = "" if parent is not None else f"{hop['from']} "  # a concept the question names
         branch = (parent or tree).add(
-            f"{start}[cyan]{hop['edge_type']}[/] → {hop['to']}  [dim]{hop.get('reason') or ''}[/]"
+            Text.assemble(start, (hop["edge_type"], "cyan"), f" → {hop['to']}  ", (hop.get("reason") or "", "dim"))
         )
         for item in hop["evidence"][:1]:
-            branch.add(f"[green]“{_quote(item['text'])}”[/] [dim]{item['uri']}[/]")
+            branch.add(Text.assemble((f"“{_quote(item['text'])}”", "green"), " ", (item["uri"], "dim")))
         nodes[hop.get("to_id")] = branch
     console.print(tree)
     if result.diagnostics.get("answer_type"):
-        console.print(f"[dim]the question asks for {result.diagnostics['answer_type']}[/]")
+        console.print(f"the question asks for {result.diagnostics['answer_type']}", style="dim")
     budget = ", ".join(f"{name} {b['used']}/{b['limit']}" for name, b in result.budget.items())
-    console.print(f"[dim]budget: {budget}; trace {result.trace_id}[/]")
+    console.print(f"budget: {budget}; trace {result.trace_id}", style="dim")

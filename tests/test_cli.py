@@ -133,3 +133,25 @@ def test_embedded_server_lifecycle(workspace: Path) -> None:
     assert stop.returncode == 0 and "stopped" in stop.stdout
     after = run(workspace, "db", "status")
     assert after.returncode == 1 and "not running" in after.stdout
+
+
+def test_paths_and_urls_are_printed_as_they_are(workspace: Path, fresh_db: Callable[..., str]) -> None:
+    # Square brackets are rich markup: "[/b]" once crashed every command listing the source.
+    url = fresh_db()
+    env = {"TORTUS_DATABASE_URL": "", "TORTUS_EMBEDDER": "hash"}
+    base = ["--workspace", str(workspace), "--database-url", url]
+    assert runner.invoke(app, [*base, "init"], env=env).exit_code == 0
+    docs = workspace / "docs"
+    (docs / "[").mkdir(parents=True)
+    (docs / "[" / "b]odd.md").write_text("# Odd\n\nThe odd page names the [red]Night Desk[/red] rota.\n")
+    ingested = runner.invoke(app, [*base, "ingest", str(docs), "http://[fe80::1]/"], env=env)
+    assert ingested.exit_code == 1, ingested.output  # one source failed: the refused URL, named as given
+    assert "failed http://[fe80::1]/: refused http://[fe80::1]/" in ingested.output
+    assert "1 ingested" in ingested.output
+    listed = runner.invoke(app, [*base, "sources", "list"], env=env)
+    assert listed.exit_code == 0, listed.output  # it once crashed on the name
+    odd = str((docs / "[" / "b]odd.md").resolve())
+    shown = runner.invoke(app, [*base, "sources", "show", odd], env=env)
+    assert shown.exit_code == 0 and f"uri: {odd}" in shown.output
+    asked = runner.invoke(app, [*base, "query", "Which rota does the odd page name?", "--explain"], env=env)
+    assert asked.exit_code == 0 and "[red]Night Desk[/red]" in asked.output
