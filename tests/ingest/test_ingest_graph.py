@@ -1,5 +1,6 @@
 """Ingestion into the graph against the real database: lifecycle, bad input, evidence spans."""
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,3 +210,28 @@ def test_a_directory_walk_refuses_links_out_of_the_tree_and_loops(db: psycopg.Co
     assert {r.status for r in summary.results} == {"ingested", "unchanged"}  # vault.md, and inside.md its twin
     with tenant_scope(db, "t"):
         assert db.execute("select count(*) from tortus.node where text like '%%combination%%'").fetchone() == (0,)
+
+
+def test_malformed_sources_fail_one_by_one_and_the_batch_carries_on(db: psycopg.Connection, tmp_path: Path) -> None:
+    (tmp_path / "vault.md").write_text(VAULT)
+    (tmp_path / "ledger.md").write_text(LEDGER)
+    long_name = "x" * 201
+    manifest = tmp_path / "sources.toml"
+    manifest.write_text(
+        '[[source]]\npath = "vault.md"\nmetadata = "notatable"\n\n'
+        '[[source]]\npath = "vault.md"\nmetadata = { title = "Vault", tags = ["a"] }\n\n'
+        f'[[source]]\npath = "vault.md"\nsubgraph = "{long_name}"\n\n'
+        '[[source]]\npath = "ledger.md"\nmetadata = { title = "Ledger", year = 2024 }\n')
+    summary = pipeline.ingest(db, "t", sources.from_manifest(manifest), EMBEDDER)
+    reasons = [reason for _, reason in summary.failed]
+    assert len(reasons) == 3 and [r.status for r in summary.results] == ["ingested"]
+    assert "metadata must be a table" in reasons[0] and "metadata 'tags'" in reasons[1]
+    assert "subgraph names have 1 to 200 characters" in reasons[2]
+    # A file whose name is not UTF-8 fails alone too.
+    odd = tmp_path / "docs"
+    odd.mkdir()
+    (odd / "keep.md").write_text(VAULT)
+    Path(os.fsdecode(os.fsencode(odd) + b"/caf\xe9.md")).write_text(LEDGER)  # Latin-1 bytes in the name
+    walked = pipeline.ingest(db, "t", sources.resolve([str(odd)], None), EMBEDDER)
+    assert len(walked.failed) == 1 and "not valid UTF-8" in walked.failed[0][1]
+    assert len(walked.results) == 1

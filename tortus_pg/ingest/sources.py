@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -96,16 +96,48 @@ def from_manifest(manifest: Path, uri_base: str | None = None) -> list[SourceSpe
             url = str(entry["url"])
             if not is_url(url):
                 raise InvalidInput(f"{manifest}: source #{n}: url must start with http:// or https://")
-            specs.append(SourceSpec(url, True, url, subgraphs, metadata))
-            continue
-        if "path" not in entry:
+            spec = SourceSpec(url, True, url, subgraphs)
+        elif "path" not in entry:
             raise InvalidInput(f"{manifest}: source #{n} needs a path or a url")
-        path = (base / str(entry["path"])).resolve()
-        if not path.is_relative_to(base):
-            raise InvalidInput(f"{manifest}: source #{n} path {entry['path']!r} leaves the manifest's directory")
-        uri = f"{uri_base}/{path.relative_to(base).as_posix()}" if uri_base else str(path)
-        specs.append(SourceSpec(str(path), False, uri, subgraphs, metadata))
+        else:
+            path = (base / str(entry["path"])).resolve()
+            if not path.is_relative_to(base):
+                raise InvalidInput(f"{manifest}: source #{n} path {entry['path']!r} leaves the manifest's directory")
+            uri = f"{uri_base}/{path.relative_to(base).as_posix()}" if uri_base else str(path)
+            spec = SourceSpec(str(path), False, uri, subgraphs)
+        problem = _metadata_problem(metadata) or spec_problem(spec)
+        specs.append(replace(spec, metadata=metadata if not problem else {},
+                             problem=f"{manifest}: source #{n}: {problem}" if problem else ""))
     return specs
+
+
+MAX_SUBGRAPH_CHARS = 200  # the subgraph table's limit
+
+
+def spec_problem(spec: SourceSpec) -> str:
+    """Why a source cannot be stored as given (it then fails on its own, the batch carries on):
+    a subgraph name the graph cannot hold, a location that is not valid UTF-8."""
+    for name in spec.subgraphs:
+        if not 1 <= len(name) <= MAX_SUBGRAPH_CHARS:
+            return f"subgraph names have 1 to {MAX_SUBGRAPH_CHARS} characters; {name[:40]!r}… has {len(name)}"
+    try:
+        spec.location.encode("utf-8")
+        spec.uri.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"the name {spec.location.encode('utf-8', 'replace').decode()!r} is not valid UTF-8; rename the file"
+    return ""
+
+
+def _metadata_problem(metadata: Any) -> str:
+    """Metadata must be a table of plain values (text, numbers, true/false); a title, text."""
+    if not isinstance(metadata, dict):
+        return f"metadata must be a table, not {type(metadata).__name__}"
+    for key, value in metadata.items():
+        if not isinstance(value, str | int | float | bool):
+            return f"metadata {key!r} must be text, a number or true/false, not {type(value).__name__}"
+    if "title" in metadata and not isinstance(metadata["title"], str):
+        return "metadata title must be text"
+    return ""
 
 
 def resolve(
@@ -127,4 +159,4 @@ def resolve(
             specs.append(SourceSpec(str(path), uri=str(path.resolve()), subgraphs=forced or (path.parent.name,)))
         else:
             raise InvalidInput(f"{target}: no such file, directory or URL")
-    return specs
+    return [spec if spec.problem else replace(spec, problem=spec_problem(spec)) for spec in specs]
