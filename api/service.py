@@ -16,7 +16,7 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from tortus_pg.config import Settings
-from tortus_pg.db import tenant_scope
+from tortus_pg.db import session_timeouts, tenant_scope
 from tortus_pg.embed import Embedder, make_embedder
 from tortus_pg.policy import Limits
 
@@ -81,6 +81,7 @@ class Service:
 def _configure(conn: psycopg.Connection) -> None:
     if conn.execute("select 1 from pg_type where typname = 'vector'").fetchone():
         register_vector(conn)
+    session_timeouts(conn)
     conn.commit()
 
 

@@ -34,7 +34,8 @@ def build_settings(workspace: Path | None, database_url_: str | None, tenant: st
 @contextmanager
 def owner_connection(ctx: typer.Context, *, migrated: bool = True) -> Iterator[psycopg.Connection]:
     """An idle connection as the owner role (commands commit their own transactions)."""
-    with connect(database_url(settings(ctx))) as conn:
+    s = settings(ctx)
+    with connect(database_url(s), lock_timeout_ms=s.lock_timeout_ms) as conn:
         if migrated:
             require_current(conn)
             conn.rollback()  # end the check's implicit transaction so later work commits on its own

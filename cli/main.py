@@ -104,6 +104,11 @@ def main() -> None:
     except TortusError as exc:
         err_console.print(Text.assemble(("error:", "red"), f" {exc}"))
         raise SystemExit(1) from None
+    except psycopg.errors.LockNotAvailable:
+        err_console.print(Text.assemble(("error:", "red"), " another session holds a lock this command needs; "
+                                        "try again when it has finished (its query is in pg_stat_activity), or "
+                                        "raise lock_timeout_ms"))
+        raise SystemExit(1) from None
     except psycopg.Error as exc:
         err_console.print(Text.assemble(("error:", "red"), f" the database refused: {str(exc).strip()}"))
         raise SystemExit(1) from None

@@ -1,12 +1,17 @@
 """`tortus-pg ingest --demo` then `tortus-pg query` end to end (hash embedder for speed)."""
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
+from tortus_pg.db import connect
 from tortus_pg.query.refusal import Refusal
 
 runner = CliRunner()
@@ -117,3 +122,23 @@ def test_bad_query_text_and_non_finite_weights_are_clear_errors(demo: tuple[Path
         result = runner.invoke(app, ["--workspace", str(ws), *args, "--json"], env=env)
         assert result.exit_code != 0 and message in str(result.exception), (args, result.output)
         assert "NaN" not in result.output and "Traceback" not in result.output
+
+
+def test_a_lock_held_elsewhere_is_a_clear_error_after_the_lock_timeout(demo: tuple[Path, dict[str, str]]) -> None:
+    ws, env = demo
+    with psycopg.connect(env["TORTUS_DATABASE_URL"]) as holder:
+        holder.execute("lock table tortus.source in access exclusive mode")
+        began = time.monotonic()
+        cli = str(Path(sys.executable).parent / "tortus-pg")
+        done = subprocess.run([cli, "--workspace", str(ws), "sources", "list"],
+                              env={**env, "PATH": "/usr/bin:/bin", "TORTUS_LOCK_TIMEOUT_MS": "300"},
+                              capture_output=True, text=True, timeout=60)
+        waited = time.monotonic() - began
+        holder.rollback()
+    assert done.returncode == 1 and "another session holds a lock" in done.stderr and "Traceback" not in done.stderr
+    assert waited < 20  # the lock timeout, not the holder, ends the wait
+    with connect(env["TORTUS_DATABASE_URL"]) as ours:  # what every connection of the project gets
+        settings = ours.execute("select current_setting('lock_timeout'), "
+                                "current_setting('idle_in_transaction_session_timeout'), "
+                                "current_setting('client_connection_check_interval')").fetchone()
+    assert settings == ("30s", "10min", "5s")

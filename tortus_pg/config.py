@@ -34,6 +34,7 @@ class Settings:
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
+    lock_timeout_ms: int = 30_000  # how long a command waits for a lock another session holds
 
     @property
     def state_dir(self) -> Path:
@@ -48,7 +49,7 @@ class Settings:
         return self.database_url is None
 
 
-_TYPES: dict[str, type] = {"embedding_dim": int}
+_TYPES: dict[str, type] = {"embedding_dim": int, "lock_timeout_ms": int}
 
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
@@ -138,6 +139,9 @@ DEFAULT_TOML = """\
 
 # PostgreSQL text search configuration used for BM25 tokenization.
 # text_search_config = "english"
+
+# How long a command waits for a lock another session holds before it stops with an error.
+# lock_timeout_ms = 30000
 
 # OpenAI-compatible endpoints (OpenAI, Azure, Ollama, vLLM) for embedder = "openai" and for
 # optional LLM extraction. Put keys in TORTUS_EMBED_API_KEY / TORTUS_LLM_API_KEY, not here.

@@ -55,8 +55,25 @@ def _passwords(url: str) -> list[str]:
     return [part for secret in found for part in (secret, *secret.split("@")) if len(part) >= 3]
 
 
-def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
-    """Open a connection; pgvector types are registered when the extension exists."""
+# A lock held by another session fails a command after this long instead of stalling it; a
+# transaction left idle (a client stopped mid-way) ends after IDLE_IN_TRANSACTION_MS; the server
+# checks every CLIENT_CHECK_MS that the client of a running statement is still there.
+LOCK_TIMEOUT_MS = 30_000
+IDLE_IN_TRANSACTION_MS = 600_000
+CLIENT_CHECK_MS = 5_000
+_SESSION = ("select set_config('lock_timeout', %s, false), "
+            "set_config('idle_in_transaction_session_timeout', %s, false), "
+            "set_config('client_connection_check_interval', %s, false)")
+
+
+def session_timeouts(conn: psycopg.Connection, lock_timeout_ms: int = LOCK_TIMEOUT_MS) -> None:
+    """Set the session's lock, idle-transaction and dead-client timeouts (commit to keep them)."""
+    conn.execute(_SESSION, [f"{lock_timeout_ms}ms", f"{IDLE_IN_TRANSACTION_MS}ms", f"{CLIENT_CHECK_MS}ms"])
+
+
+def connect(url: str, *, autocommit: bool = False, lock_timeout_ms: int = LOCK_TIMEOUT_MS) -> psycopg.Connection:
+    """Open a connection with the session timeouts set; pgvector types are registered when the
+    extension exists."""
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
@@ -70,8 +87,9 @@ def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
         raise DatabaseUnavailable(f"invalid database URL {redact(url)}: {redact(str(exc), _passwords(url))}") from None
     if conn.execute("select 1 from pg_type where typname = 'vector'").fetchone():
         register_vector(conn)
+    session_timeouts(conn, lock_timeout_ms)
     if not autocommit:
-        conn.rollback()
+        conn.commit()
     return conn
 
 
