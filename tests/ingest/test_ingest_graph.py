@@ -235,3 +235,34 @@ def test_malformed_sources_fail_one_by_one_and_the_batch_carries_on(db: psycopg.
     walked = pipeline.ingest(db, "t", sources.resolve([str(odd)], None), EMBEDDER)
     assert len(walked.failed) == 1 and "not valid UTF-8" in walked.failed[0][1]
     assert len(walked.results) == 1
+
+
+def test_concurrent_ingests_of_overlapping_files_both_finish(fresh_db, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from tortus_pg import migrate
+
+    url = fresh_db()
+    migrate.upgrade(url)
+    with connect(url) as conn:
+        tenants.create_tenant(conn, "t")
+        conn.commit()
+    for n in range(8):
+        (tmp_path / f"doc{n}.md").write_text(f"# Service {n}\n\n" + VAULT + LEDGER)
+    specs = sources.resolve([str(tmp_path)], None)
+    start = threading.Barrier(2)
+    summaries: list[pipeline.IngestSummary] = []
+
+    def run() -> None:
+        with connect(url) as conn:
+            start.wait()
+            summaries.append(pipeline.ingest(conn, "t", specs, EMBEDDER))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(summaries) == 2 and all(not s.failed for s in summaries), [s.failed for s in summaries]
+    statuses = sorted(r.status for s in summaries for r in s.results)
+    assert statuses == ["ingested"] * 8 + ["unchanged"] * 8

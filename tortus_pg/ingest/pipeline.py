@@ -116,20 +116,23 @@ def _store(
     conn: psycopg.Connection, tenant: str, record: SourceRecord, name: str, title: str | None, embedder: Embedder,
     options: IngestOptions, *, keep_raw: bool,
 ) -> StoreResult:
-    """Parse, chunk, extract and store a source read into `record`, unless it is stored unchanged."""
+    """Parse, chunk, extract and store a source read into `record`, unless it is stored unchanged:
+    one transaction, holding the source's lock, so two ingests of one source take turns (the
+    second finds it unchanged) instead of colliding on its rows."""
     with tenant_scope(conn, tenant):
+        conn.execute("select pg_advisory_xact_lock(hashtextextended(tortus.current_tenant() || ' ' || %s, 0))",
+                     [record.uri])
         current = current_source(conn, record.uri, record.sha256)
-    if current is not None:
-        return StoreResult(record.uri, "unchanged", current)
-    assert record.raw is not None
-    doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
-    chunks = chunk_document(doc)
-    title = title or doc.title
-    extraction = extract_concepts(doc, chunks, title=title)
-    if options.extra_extractor is not None:
-        extraction = merged(extraction, options.extra_extractor.extract(doc, chunks, title=title))
-    stored = record if keep_raw else replace(record, raw=None)
-    with tenant_scope(conn, tenant):
+        if current is not None:
+            return StoreResult(record.uri, "unchanged", current)
+        assert record.raw is not None
+        doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
+        chunks = chunk_document(doc)
+        title = title or doc.title
+        extraction = extract_concepts(doc, chunks, title=title)
+        if options.extra_extractor is not None:
+            extraction = merged(extraction, options.extra_extractor.extract(doc, chunks, title=title))
+        stored = record if keep_raw else replace(record, raw=None)
         return store_document(conn, stored, doc, chunks, extraction, embedder, ts_config=options.ts_config)
 
 
