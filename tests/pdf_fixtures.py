@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import zlib
 
 from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
@@ -26,3 +27,23 @@ def encrypted(data: bytes, *, user_password: str, owner_password: str = "owner")
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+def decompression_bomb(size: int = 80_000_000) -> bytes:
+    """A one-page PDF whose content stream is about 100 KB compressed and `size` bytes inflated."""
+    stream = zlib.compress(b"0 0 m " * (size // 6), 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pdf_fixtures import encrypted, pdf_with_pages
+from pdf_fixtures import decompression_bomb, encrypted, pdf_with_pages
 
 from tortus_pg import tenants
 from tortus_pg.db import connect, tenant_scope
@@ -266,3 +266,13 @@ def test_concurrent_ingests_of_overlapping_files_both_finish(fresh_db, tmp_path:
     assert len(summaries) == 2 and all(not s.failed for s in summaries), [s.failed for s in summaries]
     statuses = sorted(r.status for s in summaries for r in s.results)
     assert statuses == ["ingested"] * 8 + ["unchanged"] * 8
+
+
+def test_a_pdf_bomb_fails_as_its_source_and_stores_nothing(db: psycopg.Connection, tmp_path: Path) -> None:
+    (tmp_path / "bomb.pdf").write_bytes(decompression_bomb())
+    (tmp_path / "vault.md").write_text(VAULT)
+    summary = pipeline.ingest(db, "t", sources.resolve([str(tmp_path)], None), EMBEDDER)
+    assert [r.uri.rsplit("/", 1)[-1] for r in summary.results] == ["vault.md"]
+    assert len(summary.failed) == 1 and "decompression bomb" in summary.failed[0][1]
+    with tenant_scope(db, "t"):
+        assert db.execute("select count(*) from tortus.source where uri like '%%bomb.pdf'").fetchone() == (0,)

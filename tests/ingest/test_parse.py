@@ -6,7 +6,7 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pdf_fixtures import encrypted, pdf_with_pages
+from pdf_fixtures import decompression_bomb, encrypted, pdf_with_pages
 
 from tortus_pg.errors import InvalidInput
 from tortus_pg.ingest.html import html_to_text
@@ -262,6 +262,13 @@ def test_truncated_pdf_is_not_readable(keep: float) -> None:
     data = pdf_with_pages("some text", "more text")
     with pytest.raises(InvalidInput, match=r"cut\.pdf: not a readable PDF \(\w+"):
         parse_document(data[: int(len(data) * keep)], name="cut.pdf")
+
+
+def test_a_pdf_decompression_bomb_is_refused_as_one() -> None:
+    # The reader's text extraction gives up silently on such a page: without the check the file
+    # was stored as an empty "scanned or image-only" document.
+    with pytest.raises(InvalidInput, match="page 1 decompresses past the PDF reader's size limit"):
+        parse_document(decompression_bomb(), name="bomb.pdf")
 
 
 def test_pdf_over_the_page_limit_is_rejected() -> None:

@@ -10,7 +10,7 @@ import warnings
 from dataclasses import replace
 
 from pypdf import PasswordType, PdfReader
-from pypdf.errors import DependencyError
+from pypdf.errors import DependencyError, LimitReachedError
 
 from tortus_pg.errors import InvalidInput
 from tortus_pg.ingest.types import Document, Limits, Page
@@ -72,14 +72,28 @@ def _read(data: bytes, name: str, limits: Limits) -> Document:
     notes: list[str] = []
     for number in range(1, count + 1):
         try:
-            raw = reader.pages[number - 1].extract_text()
-        except MemoryError:
+            raw = _page_text(reader, number, name)
+        except (MemoryError, InvalidInput):
             raise
         except Exception as e:  # one broken page should not cost the others
             notes.append(f"page {number}: text extraction failed ({_describe(e)})")
             raw = ""
         texts.append(raw)
     return _assemble(texts, notes)
+
+
+def _page_text(reader: PdfReader, number: int, name: str) -> str:
+    """A page's text. Its content is decoded first: pypdf's text extraction swallows a stream
+    that decompresses past its limit and returns nothing, which would pass for a scanned page."""
+    page = reader.pages[number - 1]
+    try:
+        contents = page.get_contents()
+        if contents is not None:
+            contents.get_data()
+    except LimitReachedError:
+        raise InvalidInput(f"{name}: page {number} decompresses past the PDF reader's size limit, as a "
+                           "decompression bomb does; not ingested") from None
+    return page.extract_text()
 
 
 def _assemble(texts: list[str], notes: list[str]) -> Document:
