@@ -1,9 +1,9 @@
 """API keys: `Authorization: Bearer <key>` names a tenant and the scopes the key was given.
 
 No key, a malformed one, an unknown or a revoked key get 401; a key without the scope an
-endpoint needs gets 403. Keys are checked by their hash (`tortus.authenticate_hash`) as the application role, and
-remembered (by their hash) for a few seconds (`service.KeyCache`), so a revoked key stops working
-within that time.
+endpoint needs gets 403. A key's tenant and scopes are looked up by its hash
+(`tortus.authenticate_hash`) and remembered for a few seconds (`service.KeyCache`); every request
+still enters its tenant with the key (`Service.scoped`), so a revoked key stops at once.
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ class Scope(StrEnum):
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the key's tenant and scopes."""
+    """Who is calling: the key's tenant and scopes, and the key's hash, with which each request
+    enters the tenant (`Service.scoped`)."""
 
     tenant: str
     scopes: frozenset[str]
+    key_hash: str = ""
 
     def allows(self, scope: Scope) -> bool:
         return scope.value in self.scopes or Scope.ADMIN.value in self.scopes
@@ -63,7 +65,7 @@ def principal(request: Request, svc: Service = Depends(service)) -> Principal:
     if found is None:
         raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
     tenant, scopes = found
-    caller = Principal(tenant, frozenset(scopes))
+    caller = Principal(tenant, frozenset(scopes), digest)
     svc.keys.put(digest, caller)
     return caller
 

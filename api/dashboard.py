@@ -89,7 +89,7 @@ class MapResponse(BaseModel):
 def torus_map(body: MapRequest, caller: Principal = Depends(require(Scope.QUERY)),
               svc: Service = Depends(service)) -> MapResponse:
     params = {"ids": sorted(set(body.node_ids)), "per_node": NEIGHBOURS_PER_NODE, "max_neighbours": MAX_NEIGHBOURS}
-    with svc.scoped(caller.tenant) as conn:
+    with svc.scoped(caller) as conn:
         rows = conn.execute(_MAP, params).fetchall()
     return MapResponse(nodes=[MapNode(node_id=r[0], kind=r[1], label=r[2], theta=r[3], phi=r[4], neighbour=r[5])
                               for r in rows])

@@ -96,7 +96,7 @@ def _run(svc: Service, caller: Principal, document: DocumentNode, variables: dic
          operation: str | None) -> ExecutionResult:
     result: ExecutionResult | None = None
     try:
-        with svc.scoped(caller.tenant) as conn:
+        with svc.scoped(caller) as conn:
             result = execute(SCHEMA.graphql_schema, document, context_value=Context(svc, caller, conn),
                              variable_values=variables, operation_name=operation)
             if result.errors and _is_mutation(document, operation):

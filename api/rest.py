@@ -74,7 +74,7 @@ def json_response(value: Any) -> Response:
 @router.post("/query", summary="Answer a question with its path and evidence")
 def query(body: QueryRequest, caller: Principal = Depends(require(Scope.QUERY)),
           svc: Service = Depends(service)) -> Response:
-    with svc.scoped(caller.tenant) as conn:
+    with svc.scoped(caller) as conn:
         began = time.perf_counter()
         result = operations.ask(svc, conn, body.question, body.k, body.model_dump(exclude={"question", "k"}))
         engine_ms = (time.perf_counter() - began) * 1000
@@ -88,7 +88,7 @@ def query(body: QueryRequest, caller: Principal = Depends(require(Scope.QUERY)),
 @router.post("/search", summary="Search chunks (exact BM25, vector or hybrid)")
 def search_chunks(body: SearchRequest, caller: Principal = Depends(require(Scope.QUERY)),
                   svc: Service = Depends(service)) -> Response:
-    with svc.scoped(caller.tenant) as conn:
+    with svc.scoped(caller) as conn:
         hits = operations.find(svc, conn, body.query, body.mode, body.k, body.bm25_weight, body.vector_weight,
                                body.rrf_k)
     return json_response([hit.__dict__ for hit in hits])
@@ -96,7 +96,7 @@ def search_chunks(body: SearchRequest, caller: Principal = Depends(require(Scope
 
 @router.get("/sources", summary="The tenant's sources with their counts")
 def sources(caller: Principal = Depends(require(Scope.QUERY)), svc: Service = Depends(service)) -> Response:
-    with svc.scoped(caller.tenant) as conn:
+    with svc.scoped(caller) as conn:
         return json_response(operations.sources(conn))
 
 
@@ -130,7 +130,7 @@ async def add_source(request: Request, caller: Principal = Depends(require(Scope
 @router.delete("/sources/{source_id}", summary="Remove a source and what only it supported")
 def delete_source(source_id: int, caller: Principal = Depends(require(Scope.INGEST)),
                   svc: Service = Depends(service)) -> Response:
-    with svc.scoped(caller.tenant) as conn:
+    with svc.scoped(caller) as conn:
         uri = operations.remove(conn, source_id)
     return json_response({"removed": source_id, "uri": uri})
 
@@ -138,14 +138,14 @@ def delete_source(source_id: int, caller: Principal = Depends(require(Scope.INGE
 @router.get("/traces/{trace_id}", summary="The stored trace of an answer")
 def trace(trace_id: int, caller: Principal = Depends(require(Scope.QUERY)),
           svc: Service = Depends(service)) -> Response:
-    with svc.scoped(caller.tenant) as conn:
+    with svc.scoped(caller) as conn:
         return json_response(operations.trace(conn, trace_id))
 
 
 def _add(svc: Service, caller: Principal, ingest: Callable[[psycopg.Connection], StoreResult]) -> Response:
     """Ingest in one transaction of the caller's tenant (off the event loop: parsing and
     embedding take a while)."""
-    with svc.scoped(caller.tenant) as conn:
+    with svc.scoped(caller) as conn:
         return json_response(ingest(conn).__dict__)
 
 

@@ -16,9 +16,11 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from tortus_pg.config import Settings
-from tortus_pg.db import session_timeouts, tenant_scope
+from tortus_pg.db import APP_ROLE, session_timeouts
 from tortus_pg.embed import Embedder, make_embedder
 from tortus_pg.policy import Limits
+
+from .errors import ApiError
 
 if TYPE_CHECKING:
     from .auth import Principal
@@ -39,8 +41,8 @@ class ApiLimits:
 
 
 class KeyCache:
-    """Keys checked in the last `ttl_s` seconds, by their SHA-256 (never the key itself): most
-    requests then skip a database round trip. A revoked key stops working within `ttl_s`."""
+    """The tenant and scopes of keys checked in the last `ttl_s` seconds, by their SHA-256 (never
+    the key itself): most requests skip that lookup. Entering the tenant checks the key again."""
 
     def __init__(self, ttl_s: float = 5.0, size: int = 10_000) -> None:
         self.ttl_s, self.size = ttl_s, size
@@ -71,10 +73,16 @@ class Service:
     keys: KeyCache = field(default_factory=KeyCache)
 
     @contextmanager
-    def scoped(self, tenant: str) -> Iterator[psycopg.Connection]:
-        """One transaction as the application role, scoped to `tenant` (`SET LOCAL`): row-level
-        security is the last line of defence whatever the handler does."""
-        with self.pool.connection() as conn, tenant_scope(conn, tenant):
+    def scoped(self, caller: Principal) -> Iterator[psycopg.Connection]:
+        """One transaction as the application role in the caller's tenant, entered with its key
+        (`tortus.enter_tenant`): a service login bound to no tenant reaches a tenant only so,
+        and a key revoked since it was checked finds none. Row-level security is the last line
+        of defence whatever the handler does."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(f"set local role {APP_ROLE}")
+            row = conn.execute("select tortus.enter_tenant(%s)", [caller.key_hash]).fetchone()
+            if row is None or row[0] != caller.tenant:
+                raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
             yield conn
 
 

@@ -37,6 +37,31 @@ def tenant_list(ctx: typer.Context) -> None:
     console.print(table)
 
 
+@tenant_app.command("grant-login")
+def tenant_grant_login(
+    ctx: typer.Context,
+    login: str = typer.Argument(..., help="An existing login role (create role … login password …)."),
+    tenant_id: str = typer.Argument(...),
+    app_role: bool = typer.Option(False, "--app", help="Grant the application role instead of the analyst's."),
+) -> None:
+    """Bind a database login to a tenant: it sees that tenant's rows and no other's, whatever
+    it sets tortus.tenant to."""
+    with owner_connection(ctx) as conn:
+        tenants.grant_login(conn, login, tenant_id, "app" if app_role else "analyst")
+        conn.commit()
+    console.print(f"login {login} bound to tenant {tenant_id}")
+
+
+@tenant_app.command("revoke-login")
+def tenant_revoke_login(ctx: typer.Context, login: str = typer.Argument(...),
+                        tenant_id: str = typer.Argument(...)) -> None:
+    """Unbind a login from a tenant."""
+    with owner_connection(ctx) as conn:
+        tenants.revoke_login(conn, login, tenant_id)
+        conn.commit()
+    console.print(f"login {login} no longer bound to tenant {tenant_id}")
+
+
 @tenant_app.command("delete")
 def tenant_delete(
     ctx: typer.Context,

@@ -36,3 +36,29 @@ comment on function tortus.authenticate_hash(text) is
 
 revoke all on function tortus.authenticate_hash(text) from public;
 grant execute on function tortus.authenticate_hash(text) to tortus_app;
+
+create or replace function tortus.enter_tenant(key_hash text) returns text
+language plpgsql volatile strict security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    found text;
+begin
+    select k.tenant_id into found from tortus.api_key k
+    where k.key_hash = enter_tenant.key_hash and k.revoked_at is null;
+    if found is null then
+        return null;
+    end if;
+    perform set_config('tortus.tenant', found, true);
+    perform set_config('tortus.tenant_proof', tortus.tenant_proof(found), true);
+    return found;
+end
+$$;
+
+comment on function tortus.enter_tenant(text) is
+'Scope this transaction to the tenant of a valid, unrevoked API key given by its SHA-256 (hex), '
+'and return it (NULL for no such key). The way a service login not bound to tenants enters one: '
+'setting tortus.tenant by hand shows it nothing (tortus.tenant_allowed).';
+
+revoke all on function tortus.enter_tenant(text) from public;
+grant execute on function tortus.enter_tenant(text) to tortus_app;

@@ -67,6 +67,24 @@ api_key = sa.Table(
     sa.Index("api_key_hash", "key_hash"),
 )
 
+# Which logins may enter which tenant, and the secret of the proof `tortus.enter_tenant` leaves:
+# the owner's tables, outside row-level security, readable by no other role.
+tenant_login = sa.Table(
+    "tenant_login", metadata,
+    sa.Column("login", Text, nullable=False),
+    sa.Column("tenant_id", Text, nullable=False),
+    sa.Column("granted_at", sa.TIMESTAMP(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint("login", "tenant_id"),
+    _tenant_fk(),
+)
+
+tenant_secret = sa.Table(
+    "tenant_secret", metadata,
+    sa.Column("only_row", sa.Boolean, primary_key=True),
+    sa.Column("secret", Text, nullable=False),
+)
+OWNER_TABLES = ("tenant_login", "tenant_secret")
+
 source = sa.Table(
     "source", metadata,
     _tenant(), _identity("source_id"),
@@ -278,7 +296,8 @@ eval_result = sa.Table(
     _fk(["tenant_id", "run_id"], "eval_run", ["tenant_id", "run_id"]),
 )
 
-TENANT_TABLES = tuple(metadata.tables[k].name for k in sorted(metadata.tables))
+TENANT_TABLES = tuple(metadata.tables[k].name for k in sorted(metadata.tables)
+                      if metadata.tables[k].name not in OWNER_TABLES)
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:

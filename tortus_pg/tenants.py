@@ -6,11 +6,13 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import class_row
 
-from tortus_pg.db import check_tenant_id
+from tortus_pg.db import ANALYST_ROLE, APP_ROLE, check_tenant_id
 from tortus_pg.errors import InvalidInput, TenantNotFound
 
 KEY_PREFIX = "tpg_"
@@ -63,6 +65,30 @@ def delete_tenant(conn: psycopg.Connection, tenant_id: str) -> None:
     check_tenant_id(tenant_id)
     if conn.execute("delete from tortus.tenant where tenant_id = %s returning 1", [tenant_id]).fetchone() is None:
         raise TenantNotFound(f"no tenant {tenant_id!r}")
+
+
+LoginRole = Literal["analyst", "app"]
+_LOGIN_ROLES: dict[str, str] = {"analyst": ANALYST_ROLE, "app": APP_ROLE}
+
+
+def grant_login(conn: psycopg.Connection, login: str, tenant_id: str, role: LoginRole = "analyst") -> None:
+    """Bind a database login to a tenant: it is granted the analyst (or application) role, and
+    the tenant policies let it see that tenant, and no other, whatever it sets tortus.tenant to."""
+    check_tenant_id(tenant_id)
+    if conn.execute("select 1 from pg_roles where rolname = %s and rolcanlogin", [login]).fetchone() is None:
+        raise InvalidInput(f"no login role {login!r}; create it first (create role … login password …)")
+    if conn.execute("select 1 from tortus.tenant where tenant_id = %s", [tenant_id]).fetchone() is None:
+        raise TenantNotFound(f"no tenant {tenant_id!r}; create it with `tortus-pg tenant create {tenant_id}`")
+    conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(_LOGIN_ROLES[role]), sql.Identifier(login)))
+    conn.execute("insert into tortus.tenant_login (login, tenant_id) values (%s, %s) on conflict do nothing",
+                 [login, tenant_id])
+
+
+def revoke_login(conn: psycopg.Connection, login: str, tenant_id: str) -> None:
+    """Unbind a login from a tenant (its role memberships stay: other tenants may still use them)."""
+    if conn.execute("delete from tortus.tenant_login where login = %s and tenant_id = %s returning 1",
+                    [login, tenant_id]).fetchone() is None:
+        raise InvalidInput(f"login {login!r} is not bound to tenant {tenant_id!r}")
 
 
 def create_key(conn: psycopg.Connection, tenant_id: str, scopes: list[str], label: str = "") -> NewKey:

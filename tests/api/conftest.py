@@ -15,6 +15,7 @@ import httpx
 import psycopg
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from tortus_pg.api.app import create_app
 from tortus_pg.api.service import ApiLimits
 
@@ -52,11 +53,9 @@ def _keys(url: str) -> dict[str, str]:
 
 
 @contextmanager
-def _served(demo: tuple[Path, dict[str, str]], keys: dict[str, str], limits: ApiLimits) -> Iterator[Api]:
-    workspace, env = demo
-    settings = load_settings(workspace, environ=env)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, limits, pool_size=4), host="127.0.0.1", port=0,
-                                           log_level="warning", lifespan="on"))
+def serving(app: FastAPI) -> Iterator[str]:
+    """`app` served by uvicorn on 127.0.0.1 (an ephemeral port); yields its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -64,12 +63,19 @@ def _served(demo: tuple[Path, dict[str, str]], keys: dict[str, str], limits: Api
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the API server did not start")
         time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield Api(f"http://127.0.0.1:{port}", keys, workspace, env)
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+@contextmanager
+def _served(demo: tuple[Path, dict[str, str]], keys: dict[str, str], limits: ApiLimits) -> Iterator[Api]:
+    workspace, env = demo
+    settings = load_settings(workspace, environ=env)
+    with serving(create_app(settings, limits, pool_size=4)) as base:
+        yield Api(base, keys, workspace, env)
 
 
 @pytest.fixture(scope="session")
