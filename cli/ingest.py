@@ -13,7 +13,7 @@ from tortus_pg.config import Settings
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import ConfigError, InvalidInput
-from tortus_pg.indexing import IndexReport, build_index
+from tortus_pg.indexing import IndexReport, build_index, index_stale
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.llm_extract import LLMExtractor
 from tortus_pg.ingest.store import source_summary
@@ -66,7 +66,7 @@ def ingest(
             options,
             on_progress=lambda spec, _: bar.update(task, advance=1, description=Path(spec.location).name[:40]),
         )
-        if reindex and (summary.count("ingested") or summary.count("updated")):
+        if reindex and (summary.count("ingested") or summary.count("updated") or index_stale(conn, s.tenant)):
             bar.update(task, description="indexing")
             report = build_index(conn, s.tenant)
     _print_summary(summary, report, extractor)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import typer
 from tortus_pg.cli.main import app
@@ -155,3 +156,25 @@ def test_paths_and_urls_are_printed_as_they_are(workspace: Path, fresh_db: Calla
     assert shown.exit_code == 0 and f"uri: {odd}" in shown.output
     asked = runner.invoke(app, [*base, "query", "Which rota does the odd page name?", "--explain"], env=env)
     assert asked.exit_code == 0 and "[red]Night Desk[/red]" in asked.output
+
+
+def test_an_interrupted_index_step_is_redone_by_the_next_ingest(workspace: Path, fresh_db: Callable[..., str]) -> None:
+    url = fresh_db()
+    env = {"TORTUS_DATABASE_URL": "", "TORTUS_EMBEDDER": "hash"}
+    base = ["--workspace", str(workspace), "--database-url", url]
+    assert runner.invoke(app, [*base, "init"], env=env).exit_code == 0
+    (workspace / "vault.md").write_text("# Key Vault\n\nKey Vault is owned by the Platform Team.\n")
+    first = runner.invoke(app, [*base, "ingest", str(workspace / "vault.md")], env=env)
+    assert first.exit_code == 0 and "index:" in first.output
+    with psycopg.connect(url) as conn:
+        analyzed = conn.execute("select analyze_count from pg_stat_user_tables where relid = 'tortus.node'::regclass"
+                                ).fetchone()
+        assert analyzed is not None and analyzed[0] >= 1  # statistics are fresh before the layout
+        conn.execute("update tortus.node set theta = null, phi = null where kind = 'chunk'")  # as a kill leaves it
+    again = runner.invoke(app, [*base, "ingest", str(workspace / "vault.md")], env=env)
+    assert again.exit_code == 0 and "1 unchanged" in again.output and "index:" in again.output
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select count(*) from tortus.node where kind = 'chunk' and theta is null"
+                            ).fetchone() == (0,)
+    quiet = runner.invoke(app, [*base, "ingest", str(workspace / "vault.md")], env=env)
+    assert quiet.exit_code == 0 and "index:" not in quiet.output  # nothing to redo: no index step

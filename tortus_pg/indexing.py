@@ -23,6 +23,10 @@ class IndexReport:
 
 def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus", seed: int = 0) -> IndexReport:
     """Lay out the tenant's graph, rebuild its portals and ensure the HNSW index (owner connection)."""
+    # Fresh statistics first: after a bulk ingest the planner would otherwise plan the
+    # placement's per-node aggregates for the tables as they were (nested loops over thousands).
+    with conn.transaction():
+        conn.execute("analyze tortus.node, tortus.edge, tortus.membership, tortus.evidence_span")
     with tenant_scope(conn, tenant):
         rows = conn.execute(
             "select node_id, embedding from tortus.node "
@@ -49,6 +53,15 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
         index = row[0] if row else None
     assert concepts is not None and portals is not None
     return IndexReport(layout, len(rows), int(concepts[0]), int(portals[0]), index)
+
+
+def index_stale(conn: psycopg.Connection, tenant: str) -> bool:
+    """Whether the tenant has chunks the index step has not placed (it was interrupted, or never
+    ran): the next ingest then indexes even when every source is unchanged."""
+    with tenant_scope(conn, tenant):
+        row = conn.execute("select exists (select 1 from tortus.node where kind = 'chunk' "
+                           "and embedding is not null and theta is null)").fetchone()
+    return bool(row and row[0])
 
 
 _MENTIONS = """
