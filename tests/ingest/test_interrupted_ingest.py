@@ -1,4 +1,5 @@
-"""A process killed mid-batch leaves every source fully old or fully new; re-running completes."""
+"""An ingest interrupted mid-batch (its process killed, or its server backend terminated) leaves
+every source fully old or fully new; re-running completes."""
 
 import os
 import signal
@@ -43,8 +44,21 @@ def ingest_cmd(ws: Path, url: str, tenant: str, corpus: Path) -> list[str]:
             "--tenant", tenant, "ingest", str(corpus), "--no-index"]
 
 
+_BACKEND = ("select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() "
+            "and backend_type = 'client backend'")
+
+
+def _interrupt(proc: subprocess.Popen[bytes], watcher: psycopg.Connection, how: str) -> None:
+    if how == "kill the process":
+        proc.send_signal(signal.SIGKILL)
+        return
+    for (pid,) in watcher.execute(_BACKEND).fetchall():  # the ingest's connection, mid-transaction or between
+        watcher.execute("select pg_terminate_backend(%s)", [pid])
+
+
 @pytest.mark.slow
-def test_killed_ingest_keeps_whole_sources_and_resumes(fresh_db, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("how", ["kill the process", "terminate its backend"])
+def test_interrupted_ingest_keeps_whole_sources_and_resumes(fresh_db, tmp_path: Path, how: str) -> None:  # type: ignore[no-untyped-def]
     url = fresh_db()
     migrate.upgrade(url)
     corpus = tmp_path / "corpus"
@@ -65,7 +79,7 @@ def test_killed_ingest_keeps_whole_sources_and_resumes(fresh_db, tmp_path: Path)
                 if done and done[0] >= 5:
                     break
                 time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
+            _interrupt(proc, watcher, how)
     finally:
         proc.wait(timeout=30)
 
