@@ -74,7 +74,7 @@ def main() -> None:
         conn.commit()
         pipeline.ingest(conn, TENANT, sources.from_manifest(sources.demo_manifest(), uri_base="demo"), EMBEDDER)
         build_index(conn, TENANT)
-    stop, latencies, errors = threading.Event(), [], Counter()
+    stop, latencies, errors = threading.Event(), list[float](), Counter[str]()
     loops = [threading.Thread(target=_ask, args=(args.url, _questions(), stop, latencies, errors, n * 7))
              for n in range(args.clients)]
     for loop in loops:
