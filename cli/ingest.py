@@ -66,7 +66,8 @@ def ingest(
             options,
             on_progress=lambda spec, _: bar.update(task, advance=1, description=Path(spec.location).name[:40]),
         )
-        if reindex and (summary.count("ingested") or summary.count("updated") or index_stale(conn, s.tenant)):
+        changed = summary.count("ingested") or summary.count("updated")
+        if reindex and (changed or (summary.count("unchanged") and index_stale(conn, s.tenant))):
             bar.update(task, description="indexing")
             report = build_index(conn, s.tenant)
     _print_summary(summary, report, extractor)
