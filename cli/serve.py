@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import typer
-import uvicorn
-from uvicorn.supervisors import Multiprocess
 
 from .context import console, settings
 
@@ -21,8 +18,10 @@ def serve(
 ) -> None:
     """Serve the API and the dashboard: `POST /api/query`, `/graphql`, `/` (open it in a browser).
     Callers send `Authorization: Bearer <key>` with a key from `tortus-pg key create TENANT`."""
+    # Imported here: the web stack is not loaded by every other command.
     import uvicorn
     from tortus_pg.api.app import create_app
+    from tortus_pg.api.server import run_workers
 
     s = settings(ctx)
     console.print(f"serving tortus-pg on http://{host}:{port}/ (docs at /docs); Ctrl-C stops it")
@@ -35,21 +34,5 @@ def serve(
     for name, value in (("database_url", s.database_url), ("tenant", s.tenant)):
         if value:
             os.environ[f"TORTUS_{name.upper()}"] = value
-    config = _TcpConfig("tortus_pg.api.app:create_app", factory=True, host=host, port=port, workers=workers,
-                        log_level="info")
-    Multiprocess(config, sockets=[config.bind_socket()]).run()
+    run_workers(host, port, workers)
 
-
-class _TcpConfig(uvicorn.Config):
-    """The workers' shared listening socket marked as TCP. uvicorn binds it with protocol 0, and
-    asyncio then leaves Nagle's algorithm on for every connection it accepts, so each keep-alive
-    response waited ~40 ms for the client's delayed ACK (measured: 47 ms of API overhead with
-    two workers against 4 ms with one)."""
-
-    def bind_socket(self) -> socket.socket:
-        sock = super().bind_socket()
-        if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
-            return sock
-        tcp = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-        tcp.set_inheritable(True)
-        return tcp

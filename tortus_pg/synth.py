@@ -95,29 +95,46 @@ _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}")
 def _sentences(evidence: Sequence[Source]) -> list[Sentence]:
     """The sentences worth quoting: not headings or a line repeating one (a passage's title as
     its first line), not table header rows (they state nothing), not fragments of fewer than
-    four words. A table row carries its table's column headers (`_column_headers`)."""
+    four words. A table row carries its table's column headers (`_Tables`)."""
     out = []
     for i, item in enumerate(evidence):
         headings = {" ".join(part.split()).casefold() for part in item.label.split(" > ")}
+        tables = _Tables(item.text)
         for start, end in sentence_spans(item.text):
+            header = tables.header(start)
             text = item.text[start:end]
             flat = " ".join(text.split())
             if text.lstrip().startswith("#") or len(text.split()) < 4 or flat.casefold() in headings:
                 continue
             if text.startswith("|") and _TABLE_RULE.match(item.text, item.text.find("\n", end) + 1 or len(item.text)):
                 continue
-            out.append(Sentence(i, start, end, flat, _column_headers(item.text, start)))
+            out.append(Sentence(i, start, end, flat, header))
     return out
 
 
-def _column_headers(text: str, start: int) -> tuple[str, ...]:
-    """The column headers of the table row on the line at `start`: a cell means what its column
-    says. Empty for any other line, or when the table's header row is not in this text."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", start)
-    cells = table_row(text, line_start, len(text) if line_end < 0 else line_end)
-    header = table_header(text, line_start) if cells else None
-    return tuple(header) if cells and header and len(header) == len(cells) else ()
+class _Tables:
+    """The column headers of the table rows of one text, read in order: a cell means what its
+    column says. The header row is looked up once per table (the rows after it share it)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line = (-2, -2)  # the last table row's line (start, end)
+        self.columns: tuple[str, ...] = ()
+
+    def header(self, start: int) -> tuple[str, ...]:
+        """The column headers of the row on the line at `start`; empty for any other line, or
+        when the table's header row is not in this text."""
+        line_start = self.text.rfind("\n", 0, start) + 1
+        line_end = self.text.find("\n", start)
+        line_end = len(self.text) if line_end < 0 else line_end
+        cells = table_row(self.text, line_start, line_end)
+        if cells is None:
+            return ()
+        if line_start not in (self.line[0], self.line[1] + 1):  # not the same table as the last row
+            found = table_header(self.text, line_start)
+            self.columns = tuple(found) if found else ()
+        self.line = (line_start, line_end)
+        return self.columns if len(self.columns) == len(cells) else ()
 
 
 Verdict = tuple[Refusal, str] | None  # why an answer is withheld, with the detail its message names
@@ -196,12 +213,14 @@ def _read(
     sentences = _sentences(evidence)
     if not sentences:
         return [], set(), 0.0
+    columns = list(dict.fromkeys(s.header for s in sentences if s.header))
     found = lexemes(conn, [*(s.text for s in sentences), *(e.label for e in evidence),
-                           *(" ".join(s.header) for s in sentences)], ts_config)
-    count = len(sentences)
-    own, headings, headers = found[:count], found[count:count + len(evidence)], found[count + len(evidence):]
+                           *(" ".join(c) for c in columns)], ts_config)
+    count, items = len(sentences), len(evidence)
+    own, headings = found[:count], found[count:count + items]
+    of_columns = dict(zip(columns, found[count + items:], strict=True))
     # A sentence reads in the context of its heading path, and a table row of its column headers too.
-    context = [headings[s.evidence] | header for s, header in zip(sentences, headers, strict=True)]
+    context = [headings[s.evidence] | of_columns.get(s.header, set()) for s in sentences]
     asked = question.asked
     dense = _dense(similarity, evidence, sentences, own, context, terms) if similarity else None
     # Without bridges (a hop budget under two) a chain is one document: crossing to another is a hop.

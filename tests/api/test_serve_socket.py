@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from tortus_pg.cli.serve import _TcpConfig
+from tortus_pg.api.server import TcpConfig
 
 
 async def _accepted_nodelay(listener: socket.socket) -> int:
@@ -30,7 +30,7 @@ async def _accepted_nodelay(listener: socket.socket) -> int:
 
 
 def test_the_workers_socket_gives_accepted_connections_tcp_nodelay() -> None:
-    listener = _TcpConfig("tortus_pg.api.app:create_app", factory=True, host="127.0.0.1", port=0,
+    listener = TcpConfig("tortus_pg.api.app:create_app", factory=True, host="127.0.0.1", port=0,
                           workers=2).bind_socket()
     assert listener.proto == socket.IPPROTO_TCP
     assert asyncio.run(_accepted_nodelay(listener)) != 0
