@@ -106,7 +106,7 @@ def _rls(conn: psycopg.Connection) -> Check:
         select c.relname, c.relrowsecurity and c.relforcerowsecurity
                and exists (select 1 from pg_policy p where p.polrelid = c.oid and p.polname = 'tenant_isolation')
         from pg_class c join pg_namespace n on n.oid = c.relnamespace
-        where n.nspname = %s and c.relkind = 'r'
+        where n.nspname = %s and c.relkind in ('r', 'p')
         """,
         [SCHEMA],
     ).fetchall()

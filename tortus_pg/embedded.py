@@ -64,8 +64,12 @@ def start(pgdata: Path) -> Path:
     if current.running and current.socket_dir is not None:
         return current.socket_dir
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    module = _module()
+    # The wheel keeps one handle per data directory and process; a handle kept from before the
+    # server stopped (or crashed) would be handed back without starting anything.
+    module.PostgresServer._instances.pop(pgdata.expanduser().resolve(), None)
     try:
-        server = _module().get_server(pgdata, cleanup_mode=None)
+        server = module.get_server(pgdata, cleanup_mode=None)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         log = pgdata / "log"
         raise DatabaseUnavailable(

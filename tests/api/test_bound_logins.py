@@ -127,3 +127,36 @@ def test_the_api_served_by_an_unbound_login_serves_both_tenants(logins: Logins, 
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {logins.keys[tenant]}"}) as http:
                 uris = [s["uri"] for s in http.get("/api/sources").json()]
             assert uris == [f"{tenant}-doc.md"] and f"{other}-doc.md" not in uris
+
+
+PROBES = (  # what a login might EXPLAIN ANALYZE to count or locate another tenant's rows
+    "select count(*) from tortus.node where label like 'probe%'",
+    "select node_id from tortus.node order by embedding <=> '[1,0,0]' limit 3",
+    "select count(*) from tortus.bm25_posting where lexeme = 'merger'",
+)
+NODES = ("insert into tortus.node (tenant_id, kind, key, label, embedding, embedding_model) "
+         "select tortus.current_tenant(), 'concept', 'probe-' || i, 'probe ' || i, "
+         "array[1, i / 1000.0, 0]::vector, 'test' from generate_series(%s::int, %s::int) i")
+
+
+def _plans(conn: psycopg.Connection, tenant: str) -> list[str]:
+    with conn.transaction(force_rollback=True):
+        conn.execute("set local role tortus_analyst")
+        conn.execute("select set_config('tortus.tenant', %s, true)", [tenant])
+        return ["\n".join(row[0] for row in conn.execute(
+            "explain (analyze, costs off, timing off, summary off, buffers off) " + probe)) for probe in PROBES]
+
+
+def test_explain_analyze_shows_a_login_nothing_of_another_tenants_rows(logins: Logins) -> None:
+    with connect(logins.owner) as conn:
+        for tenant, last in (("a", 5), ("b", 2000)):
+            with tenant_scope(conn, tenant):
+                conn.execute(NODES, [1, last])
+        conn.commit()
+        conn.execute("analyze tortus.node")
+        conn.commit()
+    with psycopg.connect(logins.url(logins.names["a"])) as conn:
+        plans = _plans(conn, "a")
+    # Every count a plan shows is of a's 5 rows; b's 2,000 nearer, matching rows are never met.
+    counts = [int(n) for plan in plans for n in re.findall(r"(?:rows=|Removed by \w+: )(\d+)", plan)]
+    assert counts and max(counts) <= 5, plans

@@ -1,17 +1,19 @@
-"""An ingest interrupted mid-batch (its process killed, or its server backend terminated) leaves
-every source fully old or fully new; re-running completes."""
+"""An ingest interrupted mid-batch (its process killed, its server backend terminated, or its
+server stopped at once while it commits) leaves every source fully old or fully new; re-running
+completes."""
 
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from tortus_pg import migrate, tenants
+from tortus_pg import embedded, migrate, tenants
 from tortus_pg.db import connect, tenant_scope
 
 N_FILES = 60
@@ -48,18 +50,54 @@ _BACKEND = ("select pid from pg_stat_activity where datname = current_database()
             "and backend_type = 'client backend'")
 
 
-def _interrupt(proc: subprocess.Popen[bytes], watcher: psycopg.Connection, how: str) -> None:
+_COMMITTING = _BACKEND + " and state = 'active' and query ilike 'commit%'"
+
+
+def _interrupt(proc: subprocess.Popen[bytes], watcher: psycopg.Connection, how: str, pgdata: Path | None) -> None:
     if how == "kill the process":
         proc.send_signal(signal.SIGKILL)
+        return
+    if how == "stop the server at once":
+        assert pgdata is not None
+        deadline = time.monotonic() + 3  # catch a COMMIT in flight if one shows within 3 s
+        while time.monotonic() < deadline and watcher.execute(_COMMITTING).fetchone() is None:
+            pass
+        pid = embedded.status(pgdata).pid
+        assert pid is not None
+        os.kill(pid, signal.SIGQUIT)  # what `pg_ctl stop -m immediate` sends: no shutdown checkpoint
+        deadline = time.monotonic() + 30
+        while embedded.status(pgdata).running and time.monotonic() < deadline:
+            time.sleep(0.05)
         return
     for (pid,) in watcher.execute(_BACKEND).fetchall():  # the ingest's connection, mid-transaction or between
         watcher.execute("select pg_terminate_backend(%s)", [pid])
 
 
+@pytest.fixture
+def private_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A server of the test's own, which it may stop at once: (owner URL, data directory)."""
+    pgdata = tmp_path / "pgdata"
+    url = embedded.bootstrap(pgdata)
+    try:
+        yield url, pgdata
+    finally:
+        embedded.stop(pgdata)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["kill the process", "terminate its backend"])
 def test_interrupted_ingest_keeps_whole_sources_and_resumes(fresh_db, tmp_path: Path, how: str) -> None:  # type: ignore[no-untyped-def]
-    url = fresh_db()
+    _interrupted_ingest_keeps_whole_sources(fresh_db(), tmp_path, how, None)
+
+
+@pytest.mark.slow
+def test_a_server_stopped_at_once_mid_ingest_keeps_whole_sources(
+        private_server: tuple[str, Path], tmp_path: Path) -> None:
+    url, pgdata = private_server
+    _interrupted_ingest_keeps_whole_sources(url, tmp_path, "stop the server at once", pgdata)
+
+
+def _interrupted_ingest_keeps_whole_sources(url: str, tmp_path: Path, how: str, pgdata: Path | None) -> None:
     migrate.upgrade(url)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -79,11 +117,16 @@ def test_interrupted_ingest_keeps_whole_sources_and_resumes(fresh_db, tmp_path: 
                 if done and done[0] >= 5:
                     break
                 time.sleep(0.05)
-            _interrupt(proc, watcher, how)
+            _interrupt(proc, watcher, how, pgdata)
+    except psycopg.OperationalError:
+        assert pgdata is not None, "only a stopped server drops the watcher"
     finally:
         proc.wait(timeout=30)
+    if pgdata is not None:
+        embedded.start(pgdata)  # crash recovery replays the WAL
 
-    subprocess.run(ingest_cmd(tmp_path, url, "clean", corpus), env=env, check=True, capture_output=True)
+    clean = subprocess.run(ingest_cmd(tmp_path, url, "clean", corpus), env=env, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
     with connect(url) as conn:
         expected = per_source(conn, "clean")
         partial = per_source(conn, "killed")

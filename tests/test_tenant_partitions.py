@@ -1,0 +1,93 @@
+"""Each tenant's rows live in partitions of their own: created with the tenant, dropped with it,
+closed to every role but the owner, and kept whole when the migration converts a database."""
+
+from collections.abc import Callable
+
+import psycopg
+import pytest
+
+from tortus_pg import migrate, tenants
+from tortus_pg.db import connect, tenant_scope
+
+PARTITIONED = """
+select c.relname from pg_partitioned_table p join pg_class c on c.oid = p.partrelid
+where c.relnamespace = 'tortus'::regnamespace order by 1
+"""
+PARTITIONS_OF = """
+select count(*) from pg_inherits i join pg_class c on c.oid = i.inhrelid
+where c.relnamespace = 'tortus_tenant'::regnamespace
+  and pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%%L)', %s::text)
+"""
+SOURCE = ("insert into tortus.source (tenant_id, uri, kind, sha256, text) "
+          "values (tortus.current_tenant(), %s, 'markdown', repeat('0', 64), 'text') returning source_id")
+NODE = ("insert into tortus.node (tenant_id, kind, key, label, source_id) "
+        "values (tortus.current_tenant(), 'concept', %s, %s, %s) returning node_id")
+
+
+def _partitions(conn: psycopg.Connection, tenant: str) -> int:
+    return conn.execute(PARTITIONS_OF, [tenant]).fetchone()[0]  # type: ignore[index]
+
+
+def test_a_tenant_gets_a_partition_of_every_tenant_table_and_loses_them_with_it(conn: psycopg.Connection) -> None:
+    tables = [r[0] for r in conn.execute(PARTITIONED)]
+    assert {"node", "edge", "evidence_span", "bm25_posting", "query_trace"} <= set(tables)
+    tenants.create_tenant(conn, "part-a")
+    tenants.create_tenant(conn, "part-b")
+    assert _partitions(conn, "part-a") == len(tables)
+    for tenant in ("part-a", "part-b"):
+        with tenant_scope(conn, tenant):
+            source = conn.execute(SOURCE, [f"{tenant}.md"]).fetchone()[0]  # type: ignore[index]
+            conn.execute(NODE, ["k", "label", source])
+    tenants.delete_tenant(conn, "part-a")
+    assert _partitions(conn, "part-a") == 0
+    with tenant_scope(conn, "part-b"):
+        assert conn.execute("select count(*) from tortus.node").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("role", ["tortus_app", "tortus_analyst"])
+def test_partitions_are_closed_to_every_role_but_the_owner(conn: psycopg.Connection, role: str) -> None:
+    tenants.create_tenant(conn, "part-c")
+    name = conn.execute("select tortus.tenant_partition('source', 'part-c')").fetchone()[0]  # type: ignore[index]
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+        conn.execute(f"set local role {role}")
+        conn.execute("select set_config('tortus.tenant', 'part-c', true)")
+        conn.execute(f'select * from tortus_tenant."{name}"')
+
+
+def _seed(url: str) -> dict[str, list[tuple[int, str]]]:
+    """Two tenants with a source and two nodes each; returns each tenant's (node_id, label)."""
+    seen = {}
+    with connect(url) as conn:
+        for tenant in ("m1", "m2"):
+            tenants.create_tenant(conn, tenant)
+            with tenant_scope(conn, tenant):
+                source = conn.execute(SOURCE, [f"{tenant}.md"]).fetchone()[0]  # type: ignore[index]
+                for i in range(2):
+                    conn.execute(NODE, [f"k{i}", f"{tenant} node {i}", source])
+        conn.commit()
+        for tenant in ("m1", "m2"):
+            with tenant_scope(conn, tenant):
+                seen[tenant] = conn.execute("select node_id, label from tortus.node order by 1").fetchall()
+    return seen
+
+
+def _nodes(url: str, tenant: str) -> list[tuple[int, str]]:
+    with connect(url) as conn, tenant_scope(conn, tenant):
+        return conn.execute("select node_id, label from tortus.node order by 1").fetchall()
+
+
+def test_the_conversion_keeps_rows_ids_and_counters_both_ways(fresh_db: Callable[..., str]) -> None:
+    url = fresh_db()
+    migrate.upgrade(url, "0003")
+    before = _seed(url)
+    migrate.upgrade(url)
+    assert {t: _nodes(url, t) for t in before} == before
+    with connect(url) as conn:
+        assert _partitions(conn, "m1") > 0
+        with tenant_scope(conn, "m1"):
+            new = conn.execute(NODE, ["k9", "new", None]).fetchone()[0]  # type: ignore[index]
+        conn.commit()
+    assert new > max(node_id for rows in before.values() for node_id, _ in rows)
+    migrate.downgrade(url, "0003")
+    assert _nodes(url, "m2") == before["m2"]
+    assert _nodes(url, "m1") == [*before["m1"], (new, "new")]
