@@ -203,6 +203,7 @@ class Source(graphene.ObjectType):
     uri = graphene.String()
     kind = graphene.String()
     subgraphs = graphene.List(graphene.String)
+    readers = graphene.List(graphene.String, description="the groups it is open to; null: everyone in the tenant")
     chunks = graphene.Int()
     spans = graphene.Int()
     warnings = graphene.List(graphene.String)
@@ -312,12 +313,14 @@ class Query(graphene.ObjectType):
 class Mutation(graphene.ObjectType):
     ingest = graphene.Field(Stored, url=graphene.String(), text=graphene.String(),
                             name=graphene.String(default_value="text.md"), subgraphs=graphene.List(graphene.String),
-                            description="Ingest a URL, or a text named by `name` (its extension gives its kind).")
+                            readers=graphene.List(graphene.String),
+                            description="Ingest a URL, or a text named by `name` (its extension gives its kind); "
+                                        "`readers` opens it only to those groups.")
     remove_source = graphene.Field(graphene.String, id=graphene.Int(required=True),
                                    description="Remove a source; its URI.")
 
     def resolve_ingest(self, info: graphene.ResolveInfo, name: str, url: str | None = None, text: str | None = None,
-                       subgraphs: list[str] | None = None) -> Any:
+                       subgraphs: list[str] | None = None, readers: list[str] | None = None) -> Any:
         ctx = _context(info)
         ctx.need(Scope.INGEST)
         if (url is None) == (text is None):
@@ -325,10 +328,11 @@ class Mutation(graphene.ObjectType):
         groups = tuple(subgraphs or ())
         if len(groups) > 20 or any(not g or len(g) > 100 for g in groups):
             raise GraphQLError("give at most 20 subgraphs of 1 to 100 characters")
+        open_to = tuple(readers) if readers is not None else None
         if text is not None:
             return _checked(lambda: operations.add_text(ctx.svc, ctx.conn, ctx.caller.tenant, name, text.encode(),
-                                                        groups))
-        return _checked(lambda: operations.add_url(ctx.svc, ctx.conn, ctx.caller.tenant, url or "", groups))
+                                                        groups, open_to))
+        return _checked(lambda: operations.add_url(ctx.svc, ctx.conn, ctx.caller.tenant, url or "", groups, open_to))
 
     def resolve_remove_source(self, info: graphene.ResolveInfo, id: int) -> str:
         ctx = _context(info)

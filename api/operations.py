@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 
+from tortus_pg.db import check_groups
 from tortus_pg.engine import Answer, answer
 from tortus_pg.ingest.pipeline import IngestOptions, ingest_bytes, ingest_one
 from tortus_pg.ingest.sources import SourceSpec, is_url
@@ -46,7 +47,7 @@ def sources(conn: psycopg.Connection) -> list[dict[str, Any]]:
 
 
 def add_text(svc: Service, conn: psycopg.Connection, tenant: str, name: str, data: bytes,
-             subgraphs: tuple[str, ...] = ()) -> StoreResult:
+             subgraphs: tuple[str, ...] = (), readers: tuple[str, ...] | None = None) -> StoreResult:
     """Ingest a text or an uploaded file, stored as `upload/<name>`."""
     if not _NAME.match(name):
         raise ApiError(422, "invalid_request",
@@ -54,15 +55,15 @@ def add_text(svc: Service, conn: psycopg.Connection, tenant: str, name: str, dat
     if len(data) > svc.limits.max_upload_bytes:
         raise ApiError(413, "too_large", f"the document is over the {svc.limits.max_upload_bytes:,}-byte limit")
     return ingest_bytes(conn, tenant, name, data, _embedder(svc), _options(svc), uri=f"upload/{name}",
-                        subgraphs=subgraphs)
+                        subgraphs=subgraphs, readers=check_groups(readers))
 
 
 def add_url(svc: Service, conn: psycopg.Connection, tenant: str, url: str,
-            subgraphs: tuple[str, ...] = ()) -> StoreResult:
+            subgraphs: tuple[str, ...] = (), readers: tuple[str, ...] | None = None) -> StoreResult:
     """Fetch and ingest a URL, with the CLI's guards (no private addresses, size caps)."""
     if not is_url(url):
         raise ApiError(422, "invalid_request", "url must start with http:// or https://")
-    spec = SourceSpec(url, is_url=True, uri=url, subgraphs=subgraphs)
+    spec = SourceSpec(url, is_url=True, uri=url, subgraphs=subgraphs, readers=check_groups(readers))
     return ingest_one(conn, tenant, spec, _embedder(svc), _options(svc))
 
 

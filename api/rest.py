@@ -64,6 +64,8 @@ class SourceRequest(_Strict):
     text: str | None = Field(None, max_length=5_000_000)
     name: str = Field("text.md", description="the text's file name: its extension gives its kind")
     subgraphs: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list, max_length=20)
+    readers: list[Annotated[str, Field(min_length=1, max_length=63)]] | None = Field(
+        None, max_length=64, description="the groups that may read it (default: everyone in the tenant)")
 
 
 def json_response(value: Any) -> Response:
@@ -118,13 +120,14 @@ async def add_source(request: Request, caller: Principal = Depends(require(Scope
     if (body.url is None) == (body.text is None):
         raise ApiError(422, "invalid_request", "send exactly one of 'url' or 'text'")
     groups = tuple(body.subgraphs)
+    readers = tuple(body.readers) if body.readers is not None else None
     if body.text is not None:
         text = body.text.encode()
         return await run_in_threadpool(_add, svc, caller, lambda conn: operations.add_text(
-            svc, conn, caller.tenant, body.name, text, groups))
+            svc, conn, caller.tenant, body.name, text, groups, readers))
     url = body.url or ""
     return await run_in_threadpool(_add, svc, caller, lambda conn: operations.add_url(
-        svc, conn, caller.tenant, url, groups))
+        svc, conn, caller.tenant, url, groups, readers))
 
 
 @router.delete("/sources/{source_id}", summary="Remove a source and what only it supported")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -10,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tortus_pg.config import Settings
-from tortus_pg.db import tenant_scope
+from tortus_pg.db import check_groups, tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import ConfigError, InvalidInput
 from tortus_pg.indexing import IndexReport, build_index, index_stale
@@ -37,10 +38,15 @@ def ingest(
     reindex: bool = typer.Option(True, "--index/--no-index", help="Lay out the graph and rebuild portals after."),
     llm: bool = typer.Option(False, "--llm", help="Also extract with the LLM at TORTUS_LLM_BASE_URL (merged)."),
     max_mb: float = typer.Option(20.0, "--max-mb", help="Largest file or URL response to accept, in MB."),
+    reader: list[str] = typer.Option(None, "--reader", help="Open these sources only to this group (repeat for "
+                                     "several; a manifest entry's own readers win). Default: everyone in the tenant."),
 ) -> None:
     """Ingest documents (.md .mdx .txt .html .htm .pdf, directories, URLs) into the concept graph."""
     s = settings(ctx)
     specs = _specs(targets, manifest, demo, subgraph, include, exclude)
+    readers = check_groups(reader or None)
+    if readers is not None:
+        specs = [spec if spec.readers is not None else replace(spec, readers=readers) for spec in specs]
     embedder = make_embedder(
         s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
     )
@@ -146,11 +152,11 @@ def sources_list(ctx: typer.Context) -> None:
     s = settings(ctx)
     with owner_connection(ctx) as conn, tenant_scope(conn, s.tenant):
         rows = source_summary(conn)
-    table = Table("uri", "kind", "subgraphs", "chunks", "spans", "warnings")
+    table = Table("uri", "kind", "subgraphs", "readers", "chunks", "spans", "warnings")
     for r in rows:
-        table.add_row(
-            r["uri"], r["kind"], ",".join(r["subgraphs"]), str(r["chunks"]), str(r["spans"]), str(len(r["warnings"]))
-        )
+        readers = ",".join(r["readers"]) if r["readers"] is not None else "everyone"
+        table.add_row(r["uri"], r["kind"], ",".join(r["subgraphs"]), readers, str(r["chunks"]), str(r["spans"]),
+                      str(len(r["warnings"])))
     console.print(table)
 
 

@@ -43,13 +43,16 @@ def tenant_grant_login(
     login: str = typer.Argument(..., help="An existing login role (create role … login password …)."),
     tenant_id: str = typer.Argument(...),
     app_role: bool = typer.Option(False, "--app", help="Grant the application role instead of the analyst's."),
+    group: list[str] = typer.Option(None, "--group", help="Read only sources open to this group (or to all); "
+                                    "repeat for several. Default: every source."),
 ) -> None:
     """Bind a database login to a tenant: it sees that tenant's rows and no other's, whatever
-    it sets tortus.tenant to."""
+    it sets tortus.tenant to; with --group, only what sources open to its groups support."""
     with owner_connection(ctx) as conn:
-        tenants.grant_login(conn, login, tenant_id, "app" if app_role else "analyst")
+        tenants.grant_login(conn, login, tenant_id, "app" if app_role else "analyst", group or None)
         conn.commit()
-    console.print(f"login {login} bound to tenant {tenant_id}")
+    groups = f" (groups: {', '.join(group)})" if group else ""
+    console.print(f"login {login} bound to tenant {tenant_id}{groups}")
 
 
 @tenant_app.command("revoke-login")
@@ -83,10 +86,12 @@ def key_create(
     tenant_id: str = typer.Argument(...),
     scope: list[str] = typer.Option(["query"], "--scope", help="query, ingest or admin; repeat for several."),
     label: str = typer.Option("", help="A note to recognise the key by."),
+    group: list[str] = typer.Option(None, "--group", help="Read only sources open to this group (or to all); "
+                                    "repeat for several. Such a key may only query."),
 ) -> None:
     """Create an API key; it is shown once, only its hash is stored."""
     with owner_connection(ctx) as conn:
-        new = tenants.create_key(conn, tenant_id, scope, label)
+        new = tenants.create_key(conn, tenant_id, scope, label, group or None)
         conn.commit()
     console.print(
         f"key {new.key_id} for {new.tenant_id} (scopes: {', '.join(new.scopes)}); store it now, it is not shown again:"

@@ -50,7 +50,8 @@ begin
         return null;
     end if;
     perform set_config('tortus.tenant', found, true);
-    perform set_config('tortus.tenant_proof', tortus.tenant_proof(found), true);
+    perform set_config('tortus.key_hash', enter_tenant.key_hash, true);  -- whose groups apply (tortus.caller_groups)
+    perform set_config('tortus.tenant_proof', tortus.tenant_proof(found || ':' || enter_tenant.key_hash), true);
     return found;
 end
 $$;
@@ -58,7 +59,8 @@ $$;
 comment on function tortus.enter_tenant(text) is
 'Scope this transaction to the tenant of a valid, unrevoked API key given by its SHA-256 (hex), '
 'and return it (NULL for no such key). The way a service login not bound to tenants enters one: '
-'setting tortus.tenant by hand shows it nothing (tortus.tenant_allowed).';
+'setting tortus.tenant by hand shows it nothing (tortus.tenant_allowed). The key''s groups then '
+'limit which sources it reads (tortus.caller_groups).';
 
 revoke all on function tortus.enter_tenant(text) from public;
 grant execute on function tortus.enter_tenant(text) to tortus_app;

@@ -106,6 +106,24 @@ def check_tenant_id(tenant: str) -> str:
     return tenant
 
 
+GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}")
+MAX_GROUPS = 64
+
+
+def check_groups(groups: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Validate the groups a key, a login or a source's readers name (None or none: every group)."""
+    if groups is None:
+        return None
+    out = tuple(dict.fromkeys(groups))
+    if len(out) > MAX_GROUPS:
+        raise InvalidInput(f"name at most {MAX_GROUPS} groups, not {len(out)}")
+    bad = [g for g in out if not isinstance(g, str) or not GROUP_NAME.fullmatch(g)]
+    if bad:
+        raise InvalidInput(f"group names are 1-63 letters, digits and _ . : - (starting with a letter or digit); "
+                           f"not {str(bad[0])[:40]!r}")
+    return out
+
+
 @contextmanager
 def tenant_scope(conn: psycopg.Connection, tenant: str, *, role: Role = "app") -> Iterator[psycopg.Connection]:
     """Run a transaction as the application (or analyst) role, scoped to one tenant.

@@ -61,6 +61,7 @@ api_key = sa.Table(
     sa.Column("scopes", ARRAY(Text), nullable=False),
     sa.Column("created_at", sa.TIMESTAMP(timezone=True), nullable=False),
     sa.Column("revoked_at", sa.TIMESTAMP(timezone=True)),
+    sa.Column("groups", ARRAY(Text)),  # the groups whose sources the key reads; NULL: all
     sa.PrimaryKeyConstraint("tenant_id", "key_id"),
     sa.UniqueConstraint("tenant_id", "key_hash"),
     _tenant_fk(),
@@ -74,6 +75,7 @@ tenant_login = sa.Table(
     sa.Column("login", Text, nullable=False),
     sa.Column("tenant_id", Text, nullable=False),
     sa.Column("granted_at", sa.TIMESTAMP(timezone=True), nullable=False),
+    sa.Column("groups", ARRAY(Text)),
     sa.PrimaryKeyConstraint("login", "tenant_id"),
     _tenant_fk(),
 )
@@ -101,6 +103,7 @@ source = sa.Table(
     sa.Column("metadata", JSONB, nullable=False),
     sa.Column("subgraphs", ARRAY(Text), nullable=False),
     sa.Column("updated_at", sa.TIMESTAMP(timezone=True), nullable=False),
+    sa.Column("readers", ARRAY(Text)),  # the groups that may read it; NULL: everyone in the tenant
     sa.PrimaryKeyConstraint("tenant_id", "source_id"),
     sa.UniqueConstraint("tenant_id", "uri"),
     _tenant_fk(),
@@ -265,6 +268,7 @@ query_trace = sa.Table(
     sa.Column("confidence", REAL),
     sa.Column("warnings", ARRAY(Text), nullable=False),
     sa.Column("timings", JSONB, nullable=False),
+    sa.Column("groups", ARRAY(Text)),  # the asker's groups: who else may read the trace
     sa.PrimaryKeyConstraint("tenant_id", "trace_id"),
     _tenant_fk(),
     sa.Index("query_trace_created", "tenant_id", sa.text("created_at DESC")),

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
-from tortus_pg.db import ANALYST_ROLE, APP_ROLE, check_tenant_id
+from tortus_pg.db import ANALYST_ROLE, APP_ROLE, check_groups, check_tenant_id
 from tortus_pg.errors import InvalidInput, TenantNotFound
 
 KEY_PREFIX = "tpg_"
@@ -71,17 +71,22 @@ LoginRole = Literal["analyst", "app"]
 _LOGIN_ROLES: dict[str, str] = {"analyst": ANALYST_ROLE, "app": APP_ROLE}
 
 
-def grant_login(conn: psycopg.Connection, login: str, tenant_id: str, role: LoginRole = "analyst") -> None:
+def grant_login(conn: psycopg.Connection, login: str, tenant_id: str, role: LoginRole = "analyst",
+                groups: list[str] | None = None) -> None:
     """Bind a database login to a tenant: it is granted the analyst (or application) role, and
-    the tenant policies let it see that tenant, and no other, whatever it sets tortus.tenant to."""
+    the tenant policies let it see that tenant, and no other, whatever it sets tortus.tenant to.
+    With `groups`, it reads only the sources open to everyone or to one of them (and writes nothing
+    of the graph); re-granting replaces its groups."""
     check_tenant_id(tenant_id)
+    readable = check_groups(groups)
     if conn.execute("select 1 from pg_roles where rolname = %s and rolcanlogin", [login]).fetchone() is None:
         raise InvalidInput(f"no login role {login!r}; create it first (create role … login password …)")
     if conn.execute("select 1 from tortus.tenant where tenant_id = %s", [tenant_id]).fetchone() is None:
         raise TenantNotFound(f"no tenant {tenant_id!r}; create it with `tortus-pg tenant create {tenant_id}`")
     conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(_LOGIN_ROLES[role]), sql.Identifier(login)))
-    conn.execute("insert into tortus.tenant_login (login, tenant_id) values (%s, %s) on conflict do nothing",
-                 [login, tenant_id])
+    conn.execute("insert into tortus.tenant_login (login, tenant_id, groups) values (%s, %s, %s) "
+                 "on conflict (login, tenant_id) do update set groups = excluded.groups",
+                 [login, tenant_id, list(readable) if readable else None])
 
 
 def revoke_login(conn: psycopg.Connection, login: str, tenant_id: str) -> None:
@@ -91,18 +96,25 @@ def revoke_login(conn: psycopg.Connection, login: str, tenant_id: str) -> None:
         raise InvalidInput(f"login {login!r} is not bound to tenant {tenant_id!r}")
 
 
-def create_key(conn: psycopg.Connection, tenant_id: str, scopes: list[str], label: str = "") -> NewKey:
-    """Create an API key; the plain key is returned once and only its hash is stored."""
+def create_key(conn: psycopg.Connection, tenant_id: str, scopes: list[str], label: str = "",
+               groups: list[str] | None = None) -> NewKey:
+    """Create an API key; the plain key is returned once and only its hash is stored. A key with
+    `groups` reads only the sources open to everyone or to one of them, so it may only query."""
     check_tenant_id(tenant_id)
     unknown = sorted(set(scopes) - SCOPES)
     if unknown or not scopes:
         raise InvalidInput(f"unknown scopes {unknown}; choose from {sorted(SCOPES)}")
+    readable = check_groups(groups)
+    if readable and set(scopes) != {"query"}:
+        raise InvalidInput("a key limited to groups reads part of the tenant, so it may only query: "
+                           "give it the query scope alone")
     if conn.execute("select 1 from tortus.tenant where tenant_id = %s", [tenant_id]).fetchone() is None:
         raise TenantNotFound(f"no tenant {tenant_id!r}; create it with `tortus-pg tenant create {tenant_id}`")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     row = conn.execute(
-        "insert into tortus.api_key (tenant_id, label, key_hash, scopes) values (%s, %s, %s, %s) returning key_id",
-        [tenant_id, label, key_hash(key), sorted(set(scopes))],
+        "insert into tortus.api_key (tenant_id, label, key_hash, scopes, groups) values (%s, %s, %s, %s, %s) "
+        "returning key_id",
+        [tenant_id, label, key_hash(key), sorted(set(scopes)), list(readable) if readable else None],
     ).fetchone()
     assert row is not None
     return NewKey(tenant_id, row[0], key, sorted(set(scopes)))

@@ -23,7 +23,14 @@ from tortus_pg.ingest.fetch import fetch_url
 from tortus_pg.ingest.llm_extract import merged
 from tortus_pg.ingest.parse import detect_kind, parse_document
 from tortus_pg.ingest.sources import SourceSpec
-from tortus_pg.ingest.store import SourceRecord, StoreResult, current_source, remove_source, store_document
+from tortus_pg.ingest.store import (
+    SourceRecord,
+    StoreResult,
+    current_source,
+    remove_source,
+    set_readers,
+    store_document,
+)
 from tortus_pg.ingest.types import Chunk, Document, Extraction, Limits
 
 
@@ -69,6 +76,7 @@ def _read(spec: SourceSpec, options: IngestOptions) -> SourceRecord:
             retrieved_at=snap.retrieved_at,
             subgraphs=spec.subgraphs,
             metadata={**spec.metadata, "final_url": snap.final_url, "fetch_warnings": list(snap.warnings)},
+            readers=spec.readers,
         )
     path = Path(spec.location)
     size = path.stat().st_size
@@ -85,6 +93,7 @@ def _read(spec: SourceSpec, options: IngestOptions) -> SourceRecord:
         raw=data,
         subgraphs=spec.subgraphs,
         metadata=dict(spec.metadata),
+        readers=spec.readers,
     )
 
 
@@ -100,7 +109,7 @@ def ingest_one(
 
 def ingest_bytes(
     conn: psycopg.Connection, tenant: str, name: str, data: bytes, embedder: Embedder, options: IngestOptions,
-    *, uri: str | None = None, subgraphs: tuple[str, ...] = (),
+    *, uri: str | None = None, subgraphs: tuple[str, ...] = (), readers: tuple[str, ...] | None = None,
 ) -> StoreResult:
     """Ingest a document handed over as bytes (an upload, a text), its kind read from its `name`;
     nothing on disk holds it, so its bytes are kept as a URL snapshot's are."""
@@ -108,7 +117,7 @@ def ingest_bytes(
         raise InvalidInput(f"{name}: {len(data) / 1e6:.1f} MB exceeds the "
                            f"{options.limits.max_file_bytes / 1e6:.1f} MB limit (max_file_bytes)")
     record = SourceRecord(uri=uri or name, kind=detect_kind(name, None), sha256=hashlib.sha256(data).hexdigest(),
-                          raw=data, subgraphs=subgraphs)
+                          raw=data, subgraphs=subgraphs, readers=readers)
     return _store(conn, tenant, record, name, None, embedder, options, keep_raw=True)
 
 
@@ -124,6 +133,7 @@ def _store(
                      [record.uri])
         current = current_source(conn, record.uri, record.sha256)
         if current is not None:
+            set_readers(conn, current, record.readers)
             return StoreResult(record.uri, "unchanged", current)
         assert record.raw is not None
         doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)

@@ -9,6 +9,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from tortus_pg.db import check_groups
 from tortus_pg.errors import InvalidInput
 
 EXTENSIONS = (".md", ".mdx", ".txt", ".html", ".htm", ".pdf")
@@ -24,6 +25,7 @@ class SourceSpec:
     uri: str = ""
     subgraphs: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    readers: tuple[str, ...] | None = None  # the groups that may read it; (): everyone; None: as stored
     # Why this source is refused before it is read (a link out of its tree, a link loop): it
     # fails on its own, with this message, and the rest of the batch carries on.
     problem: str = ""
@@ -92,6 +94,7 @@ def from_manifest(manifest: Path, uri_base: str | None = None) -> list[SourceSpe
         subgraph = entry.get("subgraph")
         subgraphs = (str(subgraph),) if subgraph else ()
         metadata = entry.get("metadata", {})
+        readers = entry.get("readers")
         if "url" in entry:
             url = str(entry["url"])
             if not is_url(url):
@@ -105,7 +108,10 @@ def from_manifest(manifest: Path, uri_base: str | None = None) -> list[SourceSpe
                 raise InvalidInput(f"{manifest}: source #{n} path {entry['path']!r} leaves the manifest's directory")
             uri = f"{uri_base}/{path.relative_to(base).as_posix()}" if uri_base else str(path)
             spec = SourceSpec(str(path), False, uri, subgraphs)
-        problem = _metadata_problem(metadata) or spec_problem(spec)
+        problem = _metadata_problem(metadata) or _readers_problem(readers)
+        if not problem and readers is not None:
+            spec = replace(spec, readers=tuple(readers))
+        problem = problem or spec_problem(spec)
         specs.append(replace(spec, metadata=metadata if not problem else {},
                              problem=f"{manifest}: source #{n}: {problem}" if problem else ""))
     return specs
@@ -125,6 +131,19 @@ def spec_problem(spec: SourceSpec) -> str:
         spec.uri.encode("utf-8")
     except UnicodeEncodeError:
         return f"the name {spec.location.encode('utf-8', 'replace').decode()!r} is not valid UTF-8; rename the file"
+    return ""
+
+
+def _readers_problem(readers: Any) -> str:
+    """A manifest's `readers` must be a list of group names ([]: everyone in the tenant)."""
+    if readers is None:
+        return ""
+    if not isinstance(readers, list):
+        return f"readers must be a list of group names, not {type(readers).__name__}"
+    try:
+        check_groups(readers)
+    except InvalidInput as exc:
+        return f"readers: {exc}"
     return ""
 
 

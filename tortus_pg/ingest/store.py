@@ -48,6 +48,9 @@ class SourceRecord:
     retrieved_at: datetime | None = None
     subgraphs: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The groups that may read it: () for everyone in the tenant; None keeps what is stored (a new
+    # source is open to everyone), so a re-ingest that names no readers never widens them.
+    readers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,16 @@ def current_source(conn: psycopg.Connection, uri: str, sha256: str) -> int | Non
     return int(row[0]) if row else None
 
 
+def set_readers(conn: psycopg.Connection, source_id: int, readers: tuple[str, ...] | None) -> None:
+    """Open a stored source to other readers, () to everyone (its graph does not change); None
+    leaves them."""
+    if readers is None:
+        return
+    stored = list(readers) or None
+    conn.execute("update tortus.source set readers = %s, updated_at = now() "
+                 "where source_id = %s and readers is distinct from %s", [stored, source_id, stored])
+
+
 def remove_source(conn: psycopg.Connection, uri: str) -> bool:
     """Delete a source and what only it supported; return False if there was none."""
     row = conn.execute("select source_id from tortus.source where uri = %s", [uri]).fetchone()
@@ -132,15 +145,16 @@ def _upsert_source(conn: psycopg.Connection, r: SourceRecord, doc: Document, war
     row = conn.execute(
         """
         insert into tortus.source (tenant_id, uri, kind, sha256, content_type, etag, last_modified,
-                                   retrieved_at, raw, text, warnings, metadata, subgraphs)
+                                   retrieved_at, raw, text, warnings, metadata, subgraphs, readers)
         values (tortus.current_tenant(), %(uri)s, %(kind)s, %(sha)s, %(ct)s, %(etag)s, %(lm)s,
-                coalesce(%(at)s, now()), %(raw)s, %(text)s, %(warnings)s, %(meta)s, %(subgraphs)s)
+                coalesce(%(at)s, now()), %(raw)s, %(text)s, %(warnings)s, %(meta)s, %(subgraphs)s, %(readers)s)
         on conflict (tenant_id, uri) do update set
             kind = excluded.kind, sha256 = excluded.sha256, content_type = excluded.content_type,
             etag = excluded.etag, last_modified = excluded.last_modified,
             retrieved_at = excluded.retrieved_at, raw = excluded.raw, text = excluded.text,
             warnings = excluded.warnings, metadata = excluded.metadata,
-            subgraphs = excluded.subgraphs, updated_at = now()
+            subgraphs = excluded.subgraphs, updated_at = now(),
+            readers = case when %(keep_readers)s then tortus.source.readers else excluded.readers end
         returning source_id
         """,
         {
@@ -156,6 +170,8 @@ def _upsert_source(conn: psycopg.Connection, r: SourceRecord, doc: Document, war
             "warnings": list(warnings),
             "meta": Jsonb(metadata),
             "subgraphs": list(r.subgraphs),
+            "readers": list(r.readers) if r.readers else None,
+            "keep_readers": r.readers is None,
         },
     ).fetchone()
     assert row is not None
@@ -336,13 +352,13 @@ def source_summary(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Every source of the current tenant with its counts (for `tortus-pg sources list`)."""
     rows = conn.execute(
         """
-        select s.source_id, s.uri, s.kind, s.sha256, s.subgraphs, s.warnings, s.updated_at,
+        select s.source_id, s.uri, s.kind, s.sha256, s.subgraphs, s.readers, s.warnings, s.updated_at,
                (select count(*) from tortus.node n where n.source_id = s.source_id) as chunks,
                (select count(*) from tortus.evidence_span e where e.source_id = s.source_id) as spans
         from tortus.source s order by s.uri
         """
     ).fetchall()
-    keys = ("source_id", "uri", "kind", "sha256", "subgraphs", "warnings", "updated_at", "chunks", "spans")
+    keys = ("source_id", "uri", "kind", "sha256", "subgraphs", "readers", "warnings", "updated_at", "chunks", "spans")
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
