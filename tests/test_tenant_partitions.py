@@ -91,3 +91,19 @@ def test_the_conversion_keeps_rows_ids_and_counters_both_ways(fresh_db: Callable
     migrate.downgrade(url, "0003")
     assert _nodes(url, "m2") == before["m2"]
     assert _nodes(url, "m1") == [*before["m1"], (new, "new")]
+
+
+def test_creating_a_tenant_waits_for_running_statements_at_most_the_lock_timeout(db_url: str) -> None:
+    """Adding partitions locks the shared tables: behind a reader it gives up at the lock
+    timeout, leaving nothing half-made, and succeeds once the reader is done."""
+    with connect(db_url) as reader, connect(db_url, lock_timeout_ms=200) as admin:
+        reader.execute("select count(*) from tortus.node").fetchone()  # holds its lock until it ends
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            tenants.create_tenant(admin, "part-wait")
+        admin.rollback()
+        assert _partitions(admin, "part-wait") == 0
+        assert admin.execute("select count(*) from tortus.tenant where tenant_id = 'part-wait'").fetchone() == (0,)
+        reader.rollback()
+        assert tenants.create_tenant(admin, "part-wait")
+        assert _partitions(admin, "part-wait") > 0
+        admin.rollback()
