@@ -39,7 +39,8 @@ def ingest(
     llm: bool = typer.Option(False, "--llm", help="Also extract with the LLM at TORTUS_LLM_BASE_URL (merged)."),
     max_mb: float = typer.Option(20.0, "--max-mb", help="Largest file or URL response to accept, in MB."),
     reader: list[str] = typer.Option(None, "--reader", help="Open these sources only to this group (repeat for "
-                                     "several; a manifest entry's own readers win). Default: everyone in the tenant."),
+                                     "several; a manifest entry's own readers win). Default: as stored; a new "
+                                     "source is open to everyone in the tenant."),
 ) -> None:
     """Ingest documents (.md .mdx .txt .html .htm .pdf, directories, URLs) into the concept graph."""
     s = settings(ctx)

@@ -63,21 +63,21 @@ as $$
 declare
     tenant text := current_setting('tortus.tenant', true);
     key text := current_setting('tortus.key_hash', true);
-    found text[];
+    held text[];
 begin
     -- A key's groups bind whoever entered with it, an administrator's session included.
     if key is not null and current_setting('tortus.tenant_proof', true) = tortus.tenant_proof(tenant || ':' || key) then
-        select k.groups into found from tortus.api_key k
+        select k.groups into held from tortus.api_key k
         where k.key_hash = key and k.tenant_id = tenant and k.revoked_at is null;
-        return found;
+        return held;
     end if;
     if pg_has_role(session_user, 'tortus_admin', 'member') then
         return null;
     end if;
-    if exists (select 1 from tortus.tenant_login l where l.login = session_user::text and l.tenant_id = tenant) then
-        select l.groups into found from tortus.tenant_login l
-        where l.login = session_user::text and l.tenant_id = tenant;
-        return found;
+    select l.groups into held from tortus.tenant_login l
+    where l.login = session_user::text and l.tenant_id = tenant;
+    if found then  -- plpgsql's FOUND: the login is bound to this tenant
+        return held;
     end if;
     return '{}';
 end
