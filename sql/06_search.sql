@@ -1,5 +1,8 @@
 -- Search: exact Okapi BM25 over chunk nodes, pgvector HNSW search, and weighted RRF fusion.
 -- Every function filters the current tenant explicitly (row-level security applies too).
+-- Each is declared to return about 10 rows (its default k), not the planner's 1000 for a
+-- set-returning function: a query joining its hits to nodes or spans then looks them up by
+-- key instead of reading the tenant's whole tables.
 
 drop function if exists tortus.bm25_search(text, integer, double precision, double precision, regconfig);
 drop function if exists tortus.bm25_search(text, integer, double precision, double precision, regconfig, bigint[]);
@@ -7,37 +10,90 @@ create or replace function tortus.bm25_search(
     query text, k integer default 10, k1 double precision default 1.2, b double precision default 0.75,
     config regconfig default 'english', within bigint[] default null
 ) returns table (node_id bigint, score double precision, rank integer)
-language sql stable parallel safe
+language plpgsql stable parallel safe rows 10
 set search_path = pg_catalog, pg_temp
 as $$
-    with terms as (
-        select array_agg(distinct t.lexeme) as lexemes
-        from unnest(to_tsvector(config, left(query, 10000))) as t
-    ), corpus as (
-        select c.n_docs::float8 as n, c.total_len::float8 / greatest(c.n_docs, 1) as avgdl
-        from tortus.bm25_corpus c where c.tenant_id = tortus.current_tenant()
-    ), idf as (
-        -- Lucene's non-negative IDF: ln(1 + (N - df + 0.5) / (df + 0.5)).
-        select t.lexeme, ln(1 + (corpus.n - t.df + 0.5) / (t.df + 0.5)) as w
-        from tortus.bm25_term t, corpus, terms
-        where t.tenant_id = tortus.current_tenant() and t.lexeme = any(terms.lexemes)
-    ), scored as (
-        -- The lexeme predicate sits on the postings themselves (text = any() is leakproof, so
-        -- the index serves it under row-level security).
-        select p.node_id,
-               sum(idf.w * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * d.doc_len / corpus.avgdl))) as score
+#variable_conflict use_column
+declare
+    v_tenant constant text := tortus.current_tenant();
+    v_n double precision;
+    v_avgdl double precision;
+    v_terms text[];
+    v_idf double precision[];
+    v_rare text[];
+    v_common_bound double precision;
+    v_candidates bigint[];
+    v_found bigint;
+begin
+    select c.n_docs, c.total_len::float8 / greatest(c.n_docs, 1) into v_n, v_avgdl
+    from tortus.bm25_corpus c where c.tenant_id = v_tenant;
+    if v_n is null or k <= 0 then
+        return;
+    end if;
+    -- The query's lexemes the corpus has, with Lucene's non-negative IDF ln(1 + (N - df + 0.5) / (df + 0.5)).
+    -- A lexeme in more than a twentieth of the documents is common; the others are rare. A
+    -- document's score from common lexemes alone is below the sum of their bounds idf * (k1 + 1).
+    select array_agg(t.lexeme), array_agg(ln(1 + (v_n - t.df + 0.5) / (t.df + 0.5))),
+           array_agg(t.lexeme) filter (where t.df <= v_n / 20),
+           coalesce(sum(ln(1 + (v_n - t.df + 0.5) / (t.df + 0.5)) * (k1 + 1)) filter (where t.df > v_n / 20), 0)
+      into v_terms, v_idf, v_rare, v_common_bound
+    from tortus.bm25_term t
+    where t.tenant_id = v_tenant
+      and t.lexeme = any(array(select distinct l.lexeme from unnest(to_tsvector(config, left(query, 10000))) l));
+    if v_terms is null then
+        return;
+    end if;
+    -- MaxScore: score only the documents holding a rare lexeme (on every lexeme). When k of them
+    -- score above what common lexemes alone could give, no other document can enter the top k:
+    -- the result is exact without reading the common lexemes' long posting lists. `within`
+    -- names the documents to score outright.
+    if within is not null then
+        v_candidates := within;
+        v_common_bound := '-infinity';
+    elsif v_rare is not null and v_common_bound > 0 then
+        v_candidates := array(select distinct p.node_id from tortus.bm25_posting p
+                              where p.tenant_id = v_tenant and p.lexeme = any(v_rare));
+    end if;
+    if within is not null or cardinality(v_candidates) >= k then
+        -- Both predicates on the postings' key: a lookup per (lexeme, candidate), not a scan
+        -- of the common lexemes' postings.
+        return query
+        with scored as (
+            select p.node_id,
+                   sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * d.doc_len / v_avgdl))) as score
+            from tortus.bm25_posting p
+            join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
+            join tortus.bm25_doc d on d.tenant_id = p.tenant_id and d.node_id = p.node_id
+            where p.tenant_id = v_tenant and p.lexeme = any(v_terms) and p.node_id = any(v_candidates)
+            group by p.node_id
+        ), top as (
+            select s.node_id, s.score from scored s order by s.score desc, s.node_id limit k
+        )
+        select t.node_id, t.score, (row_number() over (order by t.score desc, t.node_id))::integer
+        from top t
+        where (select min(x.score) > v_common_bound from top x)
+        order by t.score desc, t.node_id;
+        get diagnostics v_found = row_count;
+        if v_found > 0 or within is not null then
+            return;
+        end if;
+    end if;
+    -- Every posting of every lexeme (the lexeme predicate sits on the postings themselves, so
+    -- the index serves it under row-level security).
+    return query
+    with scored as (
+        select p.node_id, sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * d.doc_len / v_avgdl))) as score
         from tortus.bm25_posting p
-        join idf on idf.lexeme = p.lexeme
+        join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
         join tortus.bm25_doc d on d.tenant_id = p.tenant_id and d.node_id = p.node_id
-        cross join corpus, terms
-        where p.tenant_id = tortus.current_tenant() and p.lexeme = any(terms.lexemes)
-          and (within is null or p.node_id = any(within))
+        where p.tenant_id = v_tenant and p.lexeme = any(v_terms)
         group by p.node_id
     )
     select s.node_id, s.score, (row_number() over (order by s.score desc, s.node_id))::integer
     from scored s
     order by s.score desc, s.node_id
-    limit greatest(k, 0)
+    limit greatest(k, 0);
+end
 $$;
 
 comment on function tortus.bm25_search(text, integer, double precision, double precision, regconfig, bigint[]) is
@@ -46,12 +102,13 @@ comment on function tortus.bm25_search(text, integer, double precision, double p
 'The query is tokenized by the text search configuration (default english; exact tokens such as '
 '7.3.2, E-1042 and 4.2 survive as lexemes); statistics come from tortus.bm25_* tables kept exact '
 'by triggers. Returns the top k (node_id, score, rank); with `within`, the top k among those chunks '
-'(statistics stay the whole corpus''s).';
+'(statistics stay the whole corpus''s). Exact, but a query mixing rare and common lexemes scores '
+'only the documents holding a rare one when that provably decides the top k (MaxScore pruning).';
 
 drop function if exists tortus.vector_search(vector, integer, integer);
 create or replace function tortus.vector_search(query vector, k integer default 10, ef_search integer default 100)
 returns table (node_id bigint, distance double precision, score double precision, rank integer)
-language plpgsql volatile
+language plpgsql volatile rows 10
 set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -71,16 +128,18 @@ begin
     perform set_config('hnsw.ef_search', greatest(ef_search, k, 1)::text, true);
     perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
     -- The HNSW index is an expression index per dimension (tortus.ensure_vector_index), so
-    -- the dimension must appear as a literal for the planner to use it. Iterative scans keep
-    -- reading the index until k rows survive the tenant filter.
+    -- the dimension must appear as a literal for the planner to use it. So does the tenant, so
+    -- that the plan holds its partition alone (pruned while planning, not at run time: a
+    -- fifth of the planning time). Iterative scans keep reading the index until k rows
+    -- survive the filters (row-level security applies as always).
     return query execute format(
         'select h.node_id, h.distance, 1 - h.distance, (row_number() over (order by h.distance, h.node_id))::integer '
         'from (select n.node_id, (n.embedding::%1$s.vector(%2$s) operator(%1$s.<=>) $1) as distance '
         '      from tortus.node n '
-        '      where n.tenant_id = tortus.current_tenant() and n.kind = ''chunk'' '
+        '      where n.tenant_id = %3$L and n.kind = ''chunk'' '
         '        and %1$s.vector_dims(n.embedding) = %2$s '
         '      order by n.embedding::%1$s.vector(%2$s) operator(%1$s.<=>) $1 limit $2) h '
-        'order by h.distance, h.node_id', ext, dim)
+        'order by h.distance, h.node_id', ext, dim, tortus.current_tenant())
     using query, k;
     perform set_config('hnsw.ef_search', old_ef, true);
     perform set_config('hnsw.iterative_scan', old_scan, true);
@@ -129,7 +188,7 @@ create or replace function tortus.hybrid_search(
     node_id bigint, score double precision, bm25_rank integer, vector_rank integer, rank integer,
     heading_match boolean
 )
-language sql volatile
+language sql volatile rows 10
 set search_path = pg_catalog, pg_temp
 as $$
     with lexical as (
@@ -143,6 +202,11 @@ as $$
                tortus.rrf(array[l.rank, d.rank], array[bm25_weight, vector_weight], rrf_k) as score,
                l.rank as bm25_rank, d.rank as vector_rank
         from lexical l full join dense d on d.node_id = l.node_id
+    ), labels as (
+        -- The fused chunks' labels, looked up by key (a join would let the planner read every
+        -- node of the tenant, not knowing how few rows the searches return).
+        select n.node_id, n.label from tortus.node n
+        where n.tenant_id = tortus.current_tenant() and n.node_id = any(array(select f.node_id from fused f))
     ), marked as (
         -- A chunk whose own heading (the last part of its label) carries every identifier of
         -- the query is where that identifier is defined: "clause 7.3.2" is answered by the
@@ -153,7 +217,7 @@ as $$
                    as heading_match
         from fused f
         cross join ids
-        join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = f.node_id
+        join labels n on n.node_id = f.node_id
     )
     select m.node_id, m.score, m.bm25_rank, m.vector_rank,
            (row_number() over (order by m.heading_match desc, m.score desc, m.node_id))::integer, m.heading_match

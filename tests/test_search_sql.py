@@ -90,6 +90,32 @@ def test_bm25_equals_reference_before_and_after_updates_and_deletes(conn: psycop
         assert_matches_reference(conn)
 
 
+def reference_top(conn: psycopg.Connection, query: str, k: int) -> list[tuple[int, float]]:
+    return sorted(reference_bm25(conn, query).items(), key=lambda x: (-x[1], x[0]))[:k]
+
+
+def mixed_text(rng: random.Random, i: int) -> str:
+    """Common words (each in most chunks) with a rare one now and then (each in a few chunks)."""
+    rare = [w for w, every in (("ledger", 23), ("vault", 37), ("token", 61), ("rotation", 97)) if i % every == 0]
+    return " ".join(rng.choices(VOCAB[:8], k=rng.randint(5, 30)) + rare * rng.randint(1, 3))
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 30])
+def test_bm25_top_k_is_exact_when_rare_terms_decide_it(conn: psycopg.Connection, k: int) -> None:
+    """Queries mixing rare lexemes with common ones: the top k (ids, scores, order) is the
+    reference's, whether the chunks holding a rare lexeme decide it (only they are scored) or
+    there are too few of them and every posting is scored."""
+    rng = random.Random(11)
+    tenants.create_tenant(conn, "bmk")
+    with tenant_scope(conn, "bmk"):
+        add_chunks(conn, [mixed_text(rng, i) for i in range(600)])
+        for query in ["ledger w0 w1", "vault w0", "token rotation w0 w1 w2 w3", "w0 w1", "ledger vault token w5"]:
+            got = conn.execute("select node_id, score from tortus.bm25_search(%s, %s)", [query, k]).fetchall()
+            expected = reference_top(conn, query, k)
+            assert [g[0] for g in got] == [e[0] for e in expected], query
+            assert [g[1] for g in got] == pytest.approx([e[1] for e in expected], rel=1e-9), query
+
+
 def test_bm25_within_ranks_only_the_given_chunks_with_corpus_statistics(conn: psycopg.Connection) -> None:
     rng = random.Random(11)
     tenants.create_tenant(conn, "bw")
