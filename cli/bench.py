@@ -16,13 +16,16 @@ from tortus_pg.errors import InvalidInput, TenantNotFound
 from tortus_pg.eval.datasets import load_dataset
 from tortus_pg.eval.runner import tenant_for
 
+from . import bench_scale
 from .context import console, err_console, owner_connection, settings
 from .eval import COLUMNS
 
 
 def bench(
     ctx: typer.Context,
-    dataset_path: Path = typer.Argument(..., help="BEIR or multi-hop directory, golden-set .jsonl, or 'demo'."),
+    dataset_path: Path = typer.Argument(
+        None, help="BEIR or multi-hop directory, golden-set .jsonl, or 'demo' (not with --scale)."
+    ),
     limit: int = typer.Option(None, "--limit", help="Only the first N questions."),
     on_tenant: bool = typer.Option(
         False, "--on-tenant", help="Ask on the workspace's tenant (--tenant) instead of the dataset's eval snapshot."
@@ -31,39 +34,58 @@ def bench(
         False, "--answers", help="Instead of timings, count where answers are lost: withheld (by reason) or wrong "
         "although the evidence holds the expected text."
     ),
+    scale: str = typer.Option(
+        None, "--scale", help="Instead, the scale suite: synthetic tenants of these sizes in nodes (e.g. 10k,100k), "
+        "every query kind timed as the application role next to its peers."
+    ),
+    questions: int = typer.Option(100, "--questions", help="--scale: questions per query kind and size."),
+    clients: str = typer.Option("1,4", "--clients", help="--scale: concurrent client counts."),
+    out: Path = typer.Option(Path("scale-report"), "--out", help="--scale: where the JSON, markdown and plots go."),
+    reuse: bool = typer.Option(False, "--reuse", help="--scale: keep scale tenants already built (ingest not timed)."),
 ) -> None:
     """Time the query engine stage by stage (mean and p95 ms) on a dataset's questions, or with
     --answers count where its answers are lost; asked on the snapshot `tortus-pg eval` ingested
-    (tenant eval-<dataset>) or with --on-tenant on yours."""
+    (tenant eval-<dataset>) or with --on-tenant on yours. With --scale, the scale suite instead
+    (docs/benchmarks.md): build tenants of those sizes and write a report."""
+    if (scale is None) == (dataset_path is None):
+        raise InvalidInput("give a dataset, or --scale SIZES for the scale suite (not both)")
+    if scale is not None:
+        bench_scale.scale(ctx, scale, questions, clients, out, reuse)
+    else:
+        _on_dataset(ctx, dataset_path, limit, on_tenant, answers)
+
+
+def _on_dataset(ctx: typer.Context, dataset_path: Path, limit: int | None, on_tenant: bool, answers: bool) -> None:
     s = settings(ctx)
     dataset = load_dataset(dataset_path)
-    questions = dataset.questions[:limit]
+    asked = dataset.questions[:limit]
     tenant = s.tenant if on_tenant else tenant_for(dataset.name)
     embedder = make_embedder(s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
                              model=s.embed_model)
     with owner_connection(ctx) as conn:
         try:
             with tenant_scope(conn, tenant), Progress(*COLUMNS, console=err_console, transient=True) as bar:
-                task = bar.add_task(f"asking on {tenant}", total=len(questions))
+                task = bar.add_task(f"asking on {tenant}", total=len(asked))
 
                 def progress(done: int, total: int) -> None:
                     bar.update(task, completed=done, total=total)
 
                 if answers:
-                    losses = answer_losses(conn, questions, embedder, ts_config=s.text_search_config,
+                    losses = answer_losses(conn, asked, embedder, ts_config=s.text_search_config,
                                            on_progress=progress)
                 else:
-                    rows = stage_timings(conn, [q.text for q in questions], embedder,
+                    rows = stage_timings(conn, [q.text for q in asked], embedder,
                                          ts_config=s.text_search_config, on_progress=progress)
         except TenantNotFound as exc:
             if on_tenant:
                 raise
             raise InvalidInput(f"no snapshot of {dataset.name!r} yet: run `tortus-pg eval {dataset_path}` first, "
                                "or pass --on-tenant to ask on the workspace's tenant") from exc
+    title = f"{dataset.name} on {tenant}: {len(asked)} questions"
     if answers:
-        _print_losses(losses, f"{dataset.name} on {tenant}: {len(questions)} questions")
+        _print_losses(losses, title)
         return
-    table = Table(title=f"{dataset.name} on {tenant}: {len(questions)} questions")
+    table = Table(title=title)
     table.add_column("stage")
     for header in ("questions", "mean ms", "p95 ms"):
         table.add_column(header, justify="right")
