@@ -8,11 +8,20 @@ drop function if exists tortus.path_hops(bigint[], text[], text[]);
 create or replace function tortus.local_density(seeds bigint[], radius double precision, layout text default null)
 returns table (node_id bigint, theta double precision, phi double precision, neighbours integer,
                expected double precision)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    -- Chunks of the tenant (its BM25 documents), and the share of its pages read: all of them
+    -- up to 4,000 chunks, beyond that a fixed sample of about 4,000 (the same pages every time).
+    v_chunks constant double precision := coalesce(
+        (select c.n_docs from tortus.bm25_corpus c where c.tenant_id = tortus.current_tenant()), 0);
+    v_percent constant double precision := least(100, 100 * 4000 / greatest(v_chunks, 1));
+begin
+    return query
     -- Angles are brought into [0, 2 pi) once per chunk, so the per-pair test is a few
-    -- subtractions; this runs for every seed against every chunk of the tenant.
+    -- subtractions; this runs for every seed against every chunk read.
     with s as (
         select n.node_id, c.theta, c.phi,
                c.theta - 2 * pi() * floor(c.theta / (2 * pi())) as t, c.phi - 2 * pi() * floor(c.phi / (2 * pi())) as p
@@ -22,27 +31,33 @@ as $$
     ), placed as materialized (
         select n.node_id, c.theta - 2 * pi() * floor(c.theta / (2 * pi())) as t,
                c.phi - 2 * pi() * floor(c.phi / (2 * pi())) as p
-        from tortus.node n
+        from tortus.node n tablesample system (v_percent) repeatable (0)
         cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
         where n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and c.theta is not null
     ), total as (
-        select count(*)::float8 as n from placed
+        -- A sample's counts scale to the whole tenant.
+        select count(*)::float8 as n,
+               case when v_percent < 100 then v_chunks / greatest(count(*), 1) else 1 end as scale
+        from placed
     )
     select s.node_id, s.theta, s.phi,
-           (select count(*) from placed x
+           round(total.scale * (select count(*) from placed x
             where x.node_id <> s.node_id
               and least(abs(x.t - s.t), 2 * pi() - abs(x.t - s.t)) ^ 2
-                  + least(abs(x.p - s.p), 2 * pi() - abs(x.p - s.p)) ^ 2 <= radius ^ 2)::integer,
+                  + least(abs(x.p - s.p), 2 * pi() - abs(x.p - s.p)) ^ 2 <= radius ^ 2))::integer,
            -- Chunks spread evenly over the torus (area 4 pi^2) would put this many in the disc.
-           (total.n - 1) * pi() * radius * radius / (4 * pi() * pi())
-    from s, total
+           (total.n * total.scale - 1) * pi() * radius * radius / (4 * pi() * pi())
+    from s, total;
+end
 $$;
 
 comment on function tortus.local_density(bigint[], double precision, text) is
 'For each seed with torus coordinates: the chunks of the current tenant within `radius` on the '
 'torus (neighbours) and how many an even spread would put there (expected). A seed in a crowded '
 'region has neighbours >> expected; the engine narrows its walk radius there and widens it in '
-'sparse regions. `layout` reads alternative coordinates (see tortus.layout_coordinates).';
+'sparse regions. `layout` reads alternative coordinates (see tortus.layout_coordinates). A '
+'tenant of more than 4,000 chunks is read from a fixed sample of about 4,000 (its pages, the '
+'same every time), both counts scaled to the whole tenant.';
 
 create or replace function tortus.path_hops(path bigint[], edge_types text[], directions text[])
 returns table (hop integer, src bigint, src_label text, dst bigint, dst_label text, edge_type text,

@@ -143,6 +143,30 @@ def test_local_density_counts_the_chunks_within_the_radius(conn: psycopg.Connect
                 assert sum(n for n, _ in got.values()) > 0
 
 
+def test_local_density_of_a_large_tenant_is_estimated_from_a_fixed_sample(conn: psycopg.Connection) -> None:
+    """Beyond 4,000 chunks the counts come from a sample of the tenant's pages, scaled to the
+    whole: near the exact count, the even spread's expectation for all chunks, the same on
+    every call."""
+    rng = random.Random(9)
+    points = [(rng.uniform(0, TAU), rng.uniform(0, TAU)) for _ in range(16_000)]
+    tenants.create_tenant(conn, "dense")
+    with tenant_scope(conn, "dense"):
+        ids = [r[0] for r in conn.execute(
+            "insert into tortus.node (tenant_id, kind, key, label, theta, phi, tsv) "
+            "select 'dense', 'chunk', 'c' || i, 'c', t, p, to_tsvector('english', 'word') "
+            "from unnest(%s::float8[], %s::float8[]) with ordinality as x(t, p, i) returning node_id",
+            [[t for t, _ in points], [p for _, p in points]],
+        ).fetchall()]
+        seeds, radius = ids[:5], math.pi / 2
+        query = "select node_id, neighbours, expected from tortus.local_density(%s, %s) order by node_id"
+        rows = conn.execute(query, [seeds, radius]).fetchall()
+        assert rows == conn.execute(query, [seeds, radius]).fetchall()
+        for (node_id, neighbours, expected), i in zip(rows, range(5), strict=True):
+            near = sum(1 for j, c in enumerate(points) if j != i and gap_distance(points[i], c) <= radius)
+            assert node_id == seeds[i] and abs(neighbours - near) <= 0.15 * near
+            assert expected == pytest.approx((len(points) - 1) * math.pi * radius ** 2 / (4 * math.pi ** 2))
+
+
 def gap_distance(a: tuple[float, float], b: tuple[float, float]) -> float:
     def gap(x: float, y: float) -> float:
         d = abs(x - y) % TAU
