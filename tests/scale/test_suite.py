@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from tortus_pg.cli.bench_scale import parse_sizes
 
+from tortus_pg import migrate, tenants
+from tortus_pg.db import connect
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.scale.report import write
@@ -16,8 +18,6 @@ KINDS = {"bm25", "vector", "hybrid", "traverse", "engine"}
 
 
 def test_the_suite_builds_measures_and_reports(fresh_db, tmp_path: Path) -> None:
-    from tortus_pg import migrate
-
     url = fresh_db()
     migrate.upgrade(url)
     report = run_suite(url, [2_000], make_embedder("hash", dim=384), questions=10, clients=(1, 2))
@@ -42,6 +42,18 @@ def test_the_suite_builds_measures_and_reports(fresh_db, tmp_path: Path) -> None
     # Reused, the tenants are not built again: their ingest is not timed, their nodes are the same.
     again = run_suite(url, [2_000], make_embedder("hash", dim=384), questions=10, clients=(1,), reuse=True)
     assert again.sizes[0].built.nodes == built.nodes and again.sizes[0].built.ingest_s is None
+
+
+def test_a_tenant_the_suite_did_not_make_is_refused_and_kept(fresh_db) -> None:
+    url = fresh_db()
+    migrate.upgrade(url)
+    with connect(url) as conn:
+        tenants.create_tenant(conn, "scale-2k")
+        conn.commit()
+    with pytest.raises(InvalidInput, match="not the scale suite's"):
+        run_suite(url, [2_000], make_embedder("hash", dim=384), questions=10)
+    with connect(url) as conn:
+        assert {t.tenant_id for t in tenants.list_tenants(conn)} == {"scale-2k"}
 
 
 def test_sizes_read_as_nodes_and_bad_ones_are_named() -> None:

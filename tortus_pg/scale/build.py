@@ -3,7 +3,6 @@ for, then indexed; what it cost (rows per second, index builds, size on disk).""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -14,12 +13,14 @@ import psycopg
 from tortus_pg import tenants
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import Embedder
-from tortus_pg.errors import TenantNotFound
+from tortus_pg.errors import InvalidInput
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest.corpus import ingest_passages
 from tortus_pg.scale.corpus import SyntheticCorpus
 
 NODES_PER_DOCUMENT = 5  # a first guess at the batch size; the build counts the nodes it made
+# The name the suite gives its tenants: it replaces or reuses no tenant without it.
+SUITE_TENANT_NAME = "tortus-pg scale suite"
 # Graph rows: nodes, edges, memberships, evidence spans and BM25 postings.
 _COUNTS = """
 select (select count(*) from tortus.node), (select count(*) from tortus.source),
@@ -61,12 +62,13 @@ def build(url: str, tenant: str, corpus: SyntheticCorpus, nodes: int, embedder: 
     """The tenant with at least `nodes` nodes of `corpus`: made anew (ingest and index timed),
     or with `reuse` kept as it is when it already holds them."""
     with connect(url) as conn:
-        if reuse and _exists(conn, tenant) and _counts(conn, tenant)[0] >= nodes:
+        exists = suite_tenant(conn, tenant)
+        if reuse and exists and _counts(conn, tenant)[0] >= nodes:
             made, documents, rows = _counts(conn, tenant)
             return Built(tenant, documents, made, rows, None, None, None, None, None, _size_mb(conn, tenant))
-        with contextlib.suppress(TenantNotFound):
+        if exists:
             tenants.delete_tenant(conn, tenant)
-        tenants.create_tenant(conn, tenant)
+        tenants.create_tenant(conn, tenant, SUITE_TENANT_NAME)
         conn.commit()
         began = time.perf_counter()
         _ingest(conn, tenant, corpus, nodes, embedder, on_progress)
@@ -109,12 +111,20 @@ def _rebuild_times(conn: psycopg.Connection, tenant: str) -> tuple[float, float]
     return bm25_s, time.perf_counter() - began
 
 
-def _exists(conn: psycopg.Connection, tenant: str) -> bool:
-    try:
-        with tenant_scope(conn, tenant):
-            return True
-    except TenantNotFound:
-        return False
+def suite_tenant(conn: psycopg.Connection, tenant: str) -> bool:
+    """Whether the suite made `tenant` before; a tenant of that id made otherwise is refused."""
+    row = conn.execute("select name from tortus.tenant where tenant_id = %s", [tenant]).fetchone()
+    conn.commit()
+    if row is not None and row[0] != SUITE_TENANT_NAME:
+        raise InvalidInput(f"tenant {tenant!r} exists and is not the scale suite's: the suite would replace it; "
+                           "run the suite in a workspace of its own (tortus-pg --workspace DIR init)")
+    return row is not None
+
+
+def check_suite_tenant(url: str, tenant: str) -> None:
+    """Refuse (`InvalidInput`) a tenant of this id that the suite did not make."""
+    with connect(url) as conn:
+        suite_tenant(conn, tenant)
 
 
 def _counts(conn: psycopg.Connection, tenant: str) -> tuple[int, int, int]:

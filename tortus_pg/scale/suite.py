@@ -16,7 +16,7 @@ import numpy as np
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.scale import peers
-from tortus_pg.scale.build import NODES_PER_DOCUMENT, Built, build
+from tortus_pg.scale.build import NODES_PER_DOCUMENT, Built, build, check_suite_tenant
 from tortus_pg.scale.corpus import SyntheticCorpus
 from tortus_pg.scale.peers import HnswPoint
 from tortus_pg.scale.timing import Latency, Workload, measure
@@ -67,6 +67,8 @@ def run_suite(url: str, sizes: Sequence[int], embedder: Embedder, *, questions: 
             on_step(what, done, total)
 
     corpus = SyntheticCorpus.make(max(sizes) * 2 // NODES_PER_DOCUMENT)
+    for tenant in ["scale-small", *(f"scale-{_short(n)}" for n in sizes)]:
+        check_suite_tenant(url, tenant)  # before anything is built
     small = build(url, "scale-small", corpus, SMALL_NODES, embedder, reuse=reuse,
                   on_progress=partial(step, "building scale-small"))
     tenants = [build(url, f"scale-{_short(n)}", corpus, n, embedder, reuse=reuse,
