@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tortus_pg.scale.suite import ScaleReport, SizeReport  # noqa: E402
 from tortus_pg.scale.timing import Latency  # noqa: E402
+from tortus_pg.scale.workloads import K  # noqa: E402
 
 
 def write(report: ScaleReport, out: Path) -> list[Path]:
@@ -53,7 +54,7 @@ def markdown(report: ScaleReport) -> str:
     for s in report.sizes:
         lines += _size_section(s)
     lines.append(f"Small tenant `{report.small_tenant}` among the large ones: {report.small_tenant_results} of "
-                 f"{10} vector results for k = 10.")
+                 f"{K} vector results for k = {K}.")
     if report.slopes:
         lines.append("Log-log slope of p50 latency against nodes (1 client): "
                      + ", ".join(f"{k} {v:.2f}" for k, v in report.slopes.items()) + ".")
@@ -62,7 +63,7 @@ def markdown(report: ScaleReport) -> str:
 
 def _size_section(s: SizeReport) -> list[str]:
     lines = [f"**{s.built.nodes:,} nodes** (query embedding p50 {s.embed_p50_ms:.2f} ms, not counted below)", "",
-             _row(["query", "clients", "p50 ms", "p95 ms", "p99 ms", "queries/s", "p50 against peer"]),
+             _row(["query", "clients", "p50 ms", "p95 ms", "p99 ms", "queries/s", "p50 ÷ peer's p50"]),
              _row(["---"] * 7)]
     peer_of = {"bm25": _find(s.peers, "bm25s"), "vector": _find(s.peers, "exact vectors (numpy)")}
     for lat in [*s.latencies, *s.peers, *s.frequent]:
