@@ -69,8 +69,8 @@ class SyntheticCorpus:
     @classmethod
     def make(cls, documents: int, *, vocabulary: int = 30_000, subgraphs: int = 4, seed: int = 0) -> SyntheticCorpus:
         words = made_up_words(vocabulary + 2 * int(np.sqrt(documents) + 1), seed)
-        first, second = words[vocabulary:vocabulary + len(words[vocabulary:]) // 2], words[vocabulary + len(
-            words[vocabulary:]) // 2:]
+        extra = words[vocabulary:]  # name parts: every first word with every second word
+        first, second = extra[:len(extra) // 2], extra[len(extra) // 2:]
         names = tuple(f"{a.title()} {b.title()}" for a in first for b in second)[:documents]
         return cls(tuple(words[:vocabulary]), names, subgraphs, seed=seed)
 

@@ -12,7 +12,7 @@ import numpy as np
 import psycopg
 
 from tortus_pg.db import connect, tenant_scope
-from tortus_pg.scale.timing import Latency, Workload
+from tortus_pg.scale.timing import Latency, Workload, time_each
 from tortus_pg.scale.workloads import Asked, K
 
 _CHUNKS = """
@@ -64,25 +64,16 @@ def bm25s_latency(chunks: Chunks, questions: Sequence[str]) -> Latency | None:
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(chunks.texts, stopwords="en", stemmer=stemmer, show_progress=False),
                     show_progress=False)
-    ms = []
-    began_all = time.perf_counter()
-    for q in questions:
-        began = time.perf_counter()
+    def search(q: str) -> object:
         tokens = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False)
-        retriever.retrieve(tokens, k=min(K, len(chunks.texts)), show_progress=False)
-        ms.append((time.perf_counter() - began) * 1000)
-    return Latency.of("bm25s", 1, ms, time.perf_counter() - began_all)
+        return retriever.retrieve(tokens, k=min(K, len(chunks.texts)), show_progress=False)
+
+    return time_each("bm25s", search, questions)
 
 
 def exact_latency(chunks: Chunks, asked: Sequence[Asked]) -> Latency:
     """Exact cosine search in numpy over the tenant's vectors, one query at a time."""
-    ms = []
-    began_all = time.perf_counter()
-    for a in asked:
-        began = time.perf_counter()
-        chunks.exact(a.vector)
-        ms.append((time.perf_counter() - began) * 1000)
-    return Latency.of("exact vectors (numpy)", 1, ms, time.perf_counter() - began_all)
+    return time_each("exact vectors (numpy)", lambda a: chunks.exact(a.vector), asked)
 
 
 def ts_rank_workloads(asked: Sequence[Asked]) -> list[Workload[Asked]]:

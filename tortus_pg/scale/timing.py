@@ -36,6 +36,17 @@ class Latency:
         return cls(kind, clients, len(ms), p50, p95, p99, len(ms) / seconds if seconds else 0.0)
 
 
+def time_each(kind: str, call: Callable[[T], object], inputs: Sequence[T]) -> Latency:
+    """One client in this process: `call` on each input in turn, each timed."""
+    ms = []
+    began_all = time.perf_counter()
+    for item in inputs:
+        began = time.perf_counter()
+        call(item)
+        ms.append((time.perf_counter() - began) * 1000)
+    return Latency.of(kind, 1, ms, time.perf_counter() - began_all)
+
+
 @dataclass(frozen=True)
 class Workload(Generic[T]):
     """A kind of query and its inputs: `run` asks one of them on a connection in tenant scope."""
