@@ -1,30 +1,44 @@
 -- Evidence spans must lie inside their source's text, so every span's text is recoverable.
+-- Checked once per statement over its transition table: ingest writes a document's spans (or
+-- a batch of documents') in one statement, and a row trigger cost a plpgsql call and a source
+-- lookup per span.
 
 create or replace function tortus.check_span_bounds() returns trigger
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    len integer;
+    bad record;
 begin
-    select length(s.text) into len
-    from tortus.source s
-    where s.tenant_id = new.tenant_id and s.source_id = new.source_id;
-    if len is not null and new.end_char > len then
+    select n.start_char, n.end_char, n.source_id, length(s.text) as len into bad
+    from new_rows n
+    join tortus.source s on s.tenant_id = n.tenant_id and s.source_id = n.source_id
+    where n.end_char > length(s.text)
+    limit 1;
+    if found then
         raise exception 'evidence span [%, %) lies outside source % (length %)',
-            new.start_char, new.end_char, new.source_id, len
+            bad.start_char, bad.end_char, bad.source_id, bad.len
             using errcode = '23514';
     end if;
-    return new;
+    return null;
 end
 $$;
 
 comment on function tortus.check_span_bounds() is
-'Trigger: rejects an evidence span that ends past its source text.';
+'Statement trigger: rejects the statement when one of the evidence spans it writes ends past its '
+'source text.';
 
-create or replace trigger evidence_span_bounds
-    before insert or update on tortus.evidence_span
-    for each row execute function tortus.check_span_bounds();
+drop trigger if exists evidence_span_bounds on tortus.evidence_span;
+
+create or replace trigger evidence_span_bounds_insert
+    after insert on tortus.evidence_span
+    referencing new table as new_rows
+    for each statement execute function tortus.check_span_bounds();
+
+create or replace trigger evidence_span_bounds_update
+    after update on tortus.evidence_span
+    referencing new table as new_rows
+    for each statement execute function tortus.check_span_bounds();
 
 create or replace function tortus.span_text(p_tenant text, p_source bigint, p_start integer, p_end integer)
 returns text

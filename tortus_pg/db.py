@@ -153,3 +153,20 @@ def tenant_scope(conn: psycopg.Connection, tenant: str, *, role: Role = "app") -
             if not was_session_user:
                 conn.execute(sql.SQL("set local role {}").format(sql.Identifier(prev_role)))
             conn.execute("select set_config(%s, %s, true)", [TENANT_SETTING, prev_tenant or ""])
+
+
+@contextmanager
+def generic_plans(conn: psycopg.Connection) -> Iterator[None]:
+    """Within the block (inside a transaction), cached plans are generic. Statements run many
+    times over tables partitioned by tenant (foreign-key checks once per row, a trigger's
+    statements, the engine's small lookups) were otherwise planned anew at each execution over
+    every tenant's partitions: ingest ran at half speed once a database held a second tenant.
+    The previous setting is put back after the block, or by the rollback of a failed transaction."""
+    row = conn.execute("select current_setting('plan_cache_mode'), "
+                       "set_config('plan_cache_mode', 'force_generic_plan', true)").fetchone()
+    assert row is not None
+    try:
+        yield
+    finally:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+            conn.execute("select set_config('plan_cache_mode', %s, true)", [row[0]])

@@ -1,7 +1,7 @@
 """Ingest benchmark corpora (one passage per JSONL line) through the same pipeline as files.
 
-Passages are short, so they are embedded in large batches and stored many per transaction;
-each passage still goes through chunking, extraction and `store_document`.
+Passages are short, so they are embedded in large batches and stored many per transaction and
+per statement (`store_documents`); each passage still goes through chunking and extraction.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.ingest.chunking import chunk_document
-from tortus_pg.ingest.embeddings import embed_cached
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.pipeline import IngestSummary
-from tortus_pg.ingest.store import SourceRecord, chunk_context, embedding_text, store_document
+from tortus_pg.ingest.store import Prepared, SourceRecord, store_documents
 from tortus_pg.ingest.types import Document
 
 
@@ -60,6 +59,31 @@ def _batches(items: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
         yield batch
 
 
+def _prepared(p: Passage, uri_prefix: str, subgraph: str) -> Prepared:
+    """A passage parsed, chunked and extracted, with its source record."""
+    doc = p.document
+    chunks = chunk_document(doc)
+    record = SourceRecord(uri=f"{uri_prefix}{p.id}", kind="text",
+                          sha256=hashlib.sha256(doc.text.encode("utf-8")).hexdigest(), subgraphs=(subgraph,),
+                          metadata={"title": p.title, "passage_id": p.id})
+    return Prepared(record, doc, chunks, extract_concepts(doc, chunks, title=doc.title))
+
+
+def _distinct_uris(prepared: list[Prepared]) -> Iterator[list[Prepared]]:
+    """The batch in runs of distinct sources: a passage id seen again in the batch starts a new
+    run, so a later passage replaces an earlier one as it would stored one by one."""
+    run: list[Prepared] = []
+    seen: set[str] = set()
+    for p in prepared:
+        if p.record.uri in seen:
+            yield run
+            run, seen = [], set()
+        run.append(p)
+        seen.add(p.record.uri)
+    if run:
+        yield run
+
+
 def ingest_passages(
     conn: psycopg.Connection,
     tenant: str,
@@ -76,27 +100,10 @@ def ingest_passages(
     require_idle(conn, "corpus ingestion")
     summary = IngestSummary()
     for batch in _batches(passages, batch_size):
-        prepared = []
-        for p in batch:
-            doc = p.document
-            chunks = chunk_document(doc)
-            prepared.append((p, doc, chunks, extract_concepts(doc, chunks, title=doc.title)))
+        prepared = [_prepared(p, uri_prefix, subgraph) for p in batch]
         with tenant_scope(conn, tenant):
-            texts = [
-                embedding_text(chunk_context(p.title, c), c) for p, _, chunks, _ in prepared for c in chunks
-            ]
-            embed_cached(conn, embedder, texts)
-            for p, doc, chunks, extraction in prepared:
-                record = SourceRecord(
-                    uri=f"{uri_prefix}{p.id}",
-                    kind="text",
-                    sha256=hashlib.sha256(doc.text.encode("utf-8")).hexdigest(),
-                    subgraphs=(subgraph,),
-                    metadata={"title": p.title, "passage_id": p.id},
-                )
-                summary.results.append(
-                    store_document(conn, record, doc, chunks, extraction, embedder, ts_config=ts_config)
-                )
+            for part in _distinct_uris(prepared):
+                summary.results += store_documents(conn, part, embedder, ts_config=ts_config)
         if on_batch is not None:
             on_batch(len(batch))
     return summary
