@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 
+from tortus_pg.db import generic_plans
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.evidence import Evidence
@@ -132,7 +133,7 @@ def answer(
     options = Options(embedder, policy, k, ts_config, scorer, synthesizer, layout)
     # The stages' savepoints need a transaction: an autocommit connection gets one for the plan.
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    with conn.transaction() if idle else nullcontext():
+    with conn.transaction() if idle else nullcontext(), generic_plans(conn):
         previous_timeout = conn.execute("select current_setting('statement_timeout')").fetchone()
         try:
             state = State(analyse(conn, question, vector, clock, policy, ts_config), options, clock, list(warnings))
