@@ -7,6 +7,7 @@ and the names of the things it is about are the words an answer's evidence must 
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,25 +75,29 @@ def question_terms(
 
 LEXEME_CACHE = 5_000  # texts whose lexemes are remembered (per database and configuration)
 _lexeme_cache: OrderedDict[tuple[str, str, str, str], frozenset[str]] = OrderedDict()
+_lexeme_lock = threading.Lock()
 
 
 def lexemes(conn: psycopg.Connection, texts: Sequence[str], ts_config: str = "english") -> list[set[str]]:
     """The lexemes of each text, as BM25 sees them. Synthesis asks for the same evidence
     sentences several times per answer, and the same chunks recur across questions, so only
-    texts not seen before go to the server."""
+    texts not seen before go to the server. The cache is shared by the process's threads (API
+    workers, concurrent clients): it is read and updated under a lock, never while the server
+    is asked, and each call answers from what it read itself."""
     place = (conn.info.host, conn.info.dbname, ts_config)
-    missing = list(dict.fromkeys(t for t in texts if (*place, t) not in _lexeme_cache))
+    with _lexeme_lock:
+        known = {t: _lexeme_cache[(*place, t)] for t in texts if (*place, t) in _lexeme_cache}
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
     if missing:
         rows = conn.execute(_LEXEMES, {"texts": missing, "cfg": ts_config}).fetchall()
-        for text, row in zip(missing, rows, strict=True):
-            _lexeme_cache[(*place, text)] = frozenset(row[0])
-    found = []
-    for text in texts:
-        _lexeme_cache.move_to_end((*place, text))
-        found.append(set(_lexeme_cache[(*place, text)]))
-    while len(_lexeme_cache) > LEXEME_CACHE:
-        _lexeme_cache.popitem(last=False)
-    return found
+        known.update({t: frozenset(row[0]) for t, row in zip(missing, rows, strict=True)})
+    with _lexeme_lock:
+        for t, words in known.items():
+            _lexeme_cache[(*place, t)] = words
+            _lexeme_cache.move_to_end((*place, t))
+        while len(_lexeme_cache) > LEXEME_CACHE:
+            _lexeme_cache.popitem(last=False)
+    return [set(known[t]) for t in texts]
 
 
 def coverage_of(conn: psycopg.Connection, terms: Terms, texts: Sequence[str], ts_config: str = "english") -> float:
