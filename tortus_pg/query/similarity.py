@@ -5,6 +5,7 @@ chunks recur across questions, so sentence vectors are remembered by (embedder, 
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -14,6 +15,7 @@ from tortus_pg.embed import Embedder
 
 CACHE = 20_000  # sentence vectors remembered
 _cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_lock = threading.Lock()
 
 
 class SentenceSimilarity:
@@ -28,15 +30,20 @@ class SentenceSimilarity:
         return self.embedder.name
 
     def __call__(self, texts: Sequence[str]) -> list[float]:
+        """The similarities, in order. The cache is shared by the process's threads: read and
+        updated under a lock, never while the embedder runs, and each call answers from what it
+        read itself."""
         name = self.embedder.name
-        missing = list(dict.fromkeys(t for t in texts if (name, t) not in _cache))
+        with _lock:
+            known = {t: _cache[(name, t)] for t in texts if (name, t) in _cache}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
         if missing:
-            for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
-                _cache[(name, text)] = np.asarray(vector, dtype=np.float32)
-        out = []
-        for text in texts:
-            _cache.move_to_end((name, text))
-            out.append(float(_cache[(name, text)] @ self.question))
-        while len(_cache) > CACHE:
-            _cache.popitem(last=False)
-        return out
+            known.update({t: np.asarray(v, dtype=np.float32)
+                          for t, v in zip(missing, self.embedder.embed(missing), strict=True)})
+        with _lock:
+            for text, vector in known.items():
+                _cache[(name, text)] = vector
+                _cache.move_to_end((name, text))
+            while len(_cache) > CACHE:
+                _cache.popitem(last=False)
+        return [float(known[t] @ self.question) for t in texts]
