@@ -21,13 +21,13 @@ EMBEDDER = HashEmbedder(dim=384)
 
 VAULT = """# Key Vault
 
-Key Vault stores certificates and signing keys. Key Vault is owned by the Platform Team.
-The Token Service depends on Key Vault for signing keys.
+Key Vault keeps the signing keys of every team. It is owned by the Platform Team.
+The Token Service depends on Key Vault for its signing keys.
 """
 LEDGER = """# Ledger Service
 
-The Ledger Service records every payment. The Ledger Service depends on Key Vault for TLS
-certificates. The Ledger Service is owned by the Core Ledger Team, which also runs Ledger Replay.
+The Ledger Service books each payment twice. It depends on Key Vault for TLS certificates.
+The Ledger Service is owned by the Core Ledger Team, which also runs Ledger Replay.
 """
 # Several chunks (reading-order edges), and the Token Service's dependency stated again.
 TOKENS = "# Token Service\n\n" + "\n\n".join(
@@ -90,7 +90,7 @@ def test_a_batch_stores_the_graph_storing_one_by_one_gives(db: psycopg.Connectio
     rounds = [
         [prepared("vault.md", VAULT), prepared("ledger.md", LEDGER), prepared("tokens.md", TOKENS, "identity")],
         # Unchanged, changed (a dependency dropped, one added) and new, in one batch.
-        [prepared("vault.md", VAULT), prepared("ledger.md", LEDGER.replace("Key Vault for TLS", "the HSM for TLS")),
+        [prepared("vault.md", VAULT), prepared("ledger.md", LEDGER.replace("on Key Vault for TLS", "on the HSM for TLS")),
          prepared("replay.md", "# Ledger Replay\n\nLedger Replay depends on the Ledger Service for events.\n")],
     ]
     statuses = []
