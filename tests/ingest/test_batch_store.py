@@ -39,7 +39,8 @@ TOKENS = "# Token Service\n\n" + "\n\n".join(
 def prepared(uri: str, text: str, subgraph: str = "ops") -> Prepared:
     doc = Document(text=text, kind="markdown", title=text.splitlines()[0].lstrip("# "))
     chunks = chunk_document(doc)
-    record = SourceRecord(uri=uri, kind="markdown", sha256=hashlib.sha256(text.encode()).hexdigest(), subgraphs=(subgraph,))
+    sha256 = hashlib.sha256(text.encode()).hexdigest()
+    record = SourceRecord(uri=uri, kind="markdown", sha256=sha256, subgraphs=(subgraph,))
     return Prepared(record, doc, chunks, extract_concepts(doc, chunks, title=doc.title))
 
 
@@ -90,7 +91,8 @@ def test_a_batch_stores_the_graph_storing_one_by_one_gives(db: psycopg.Connectio
     rounds = [
         [prepared("vault.md", VAULT), prepared("ledger.md", LEDGER), prepared("tokens.md", TOKENS, "identity")],
         # Unchanged, changed (a dependency dropped, one added) and new, in one batch.
-        [prepared("vault.md", VAULT), prepared("ledger.md", LEDGER.replace("on Key Vault for TLS", "on the HSM for TLS")),
+        [prepared("vault.md", VAULT),
+         prepared("ledger.md", LEDGER.replace("on Key Vault for TLS", "on the HSM for TLS")),
          prepared("replay.md", "# Ledger Replay\n\nLedger Replay depends on the Ledger Service for events.\n")],
     ]
     statuses = []
