@@ -66,8 +66,8 @@ def main() -> None:
     print(f"MODEL = Model({model.bias}, {dict(model.weights)}, {embedders.pop()!r})")
     print(f"LEXICAL = Model({lexical.bias}, {dict(lexical.weights)})  # without dense similarity")
     for path, (answerable, matched, unanswerable) in data.items():
-        points = abstention.curve([(model.support(s), m) for s, m in zip(answerable, matched, strict=True)],
-                                  [model.support(s) for s in unanswerable], [args.threshold])
+        points = abstention.curve([(model.probability(s), m) for s, m in zip(answerable, matched, strict=True)],
+                                  [model.probability(s) for s in unanswerable], [args.threshold])
         p = points[0]
         role = "fit" if path in args.fit else "check"
         print(f"{role:5s} {path.stem}: answered when answerable {p.answered_when_answerable:.3f}, with the expected "
@@ -75,8 +75,8 @@ def main() -> None:
               f"({len(answerable)} answerable, {len(unanswerable)} unanswerable)")
         if args.plots is not None:
             args.plots.mkdir(parents=True, exist_ok=True)
-            curve = abstention.curve([(model.support(s), m) for s, m in zip(answerable, matched, strict=True)],
-                                     [model.support(s) for s in unanswerable])
+            curve = abstention.curve([(model.probability(s), m) for s, m in zip(answerable, matched, strict=True)],
+                                     [model.probability(s) for s in unanswerable])
             abstention.plot(curve, f"{path.stem} ({role})", args.plots / f"abstention-{path.stem}.png",
                             args.threshold)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tortus_pg.answer_type import expected_type
-from tortus_pg.query.read import Sentence, read_chain
+from tortus_pg.query.read import ANSWERS, JOIN, Page, Sentence, read_chain, signals
 
 
 def words(text: str) -> set[str]:
@@ -19,8 +21,9 @@ def read(question: str, items: list[tuple[str, list[str]]], weights: dict[str, f
     labels = [label for label, _ in items]
     asked = frozenset(words(question))
     weights = weights or dict.fromkeys(asked - {"who", "what", "which", "the", "of", "is", "does", "how"}, 1.0)
-    reading = read_chain(sentences, [words(s.text) for s in sentences], [words(labels[s.evidence]) for s in sentences],
-                         labels, weights, expected_type(question), asked, dense, groups)
+    page = Page(sentences, [words(s.text) for s in sentences], [words(labels[s.evidence]) for s in sentences],
+                labels, dense, groups)
+    reading = read_chain(page, weights, expected_type(question), asked)
     return [sentences[j].text for j in reading.chosen], reading.short
 
 
@@ -31,8 +34,8 @@ def test_the_first_statement_names_a_bridge_and_the_document_about_it_answers() 
         ("Network Optimisation > People", ["The team is led by Dario Feltham.", "Most of the team sits in Leeds."]),
         ("Fleet Data > People", ["The team is led by Bartosz Wierzbicki."]),
     ])
+    # The lead of the team the bridge names comes before a lead of a team no statement leads to.
     assert quoted[:2] == ["Waypoint is owned by Network Optimisation.", "The team is led by Dario Feltham."]
-    assert "The team is led by Bartosz Wierzbicki." not in quoted  # a team no statement leads to
     assert short == "Dario Feltham"
 
 
@@ -64,14 +67,25 @@ def test_the_value_a_checkable_type_asks_for_joins_the_first_statement() -> None
     assert short == "12 May 2025"
 
 
-def test_outside_the_first_statements_group_only_a_bridge_joins() -> None:
-    question = "Which store holds the gateway's dedup keys for exports?"
-    weights = {"gateway": 3.0, "dedup": 1.0, "keys": 1.0, "redis": 1.0, "exports": 1.0}
-    items = [("Gateway > Storage", ["The gateway keeps dedup keys in Redis."]),
-             ("Other > Notes", ["Dedup keys for exports are kept for 3 days."])]
-    together, _ = read(question, items, weights, groups=[0, 0])
-    apart, _ = read(question, items, weights, groups=[0, 1])
-    assert len(together) == 2 and apart == ["The gateway keeps dedup keys in Redis."]
+def test_a_sentence_saying_the_rest_of_the_question_joins_from_another_document() -> None:
+    # No bridge leads there (the first statement names none), yet the other document says what
+    # the question asks beyond the first statement: the answer model rates it likely.
+    question = "Which river flows through the city where Ana Silva was born?"
+    weights = {"river": 1.0, "flows": 1.0, "city": 1.0, "ana": 3.0, "silva": 3.0, "born": 2.0}
+    items = [("Ana Silva", ["Ana Silva was born in a northern city."]),
+             ("Rivers", ["The Douro river flows through the city of Porto."])]
+    quoted, _ = read(question, items, weights, dense=[0.5, 0.4], groups=[0, 1])
+    assert quoted == ["Ana Silva was born in a northern city.", "The Douro river flows through the city of Porto."]
+
+
+def test_a_sentence_saying_nothing_the_question_asks_does_not_join() -> None:
+    # Of its item's first sentence, with a name of the asked kind: its form alone is no reason.
+    question = "Which river flows through the city where Ana Silva was born?"
+    weights = {"river": 1.0, "flows": 1.0, "city": 1.0, "ana": 3.0, "silva": 3.0, "born": 2.0}
+    items = [("Ana Silva", ["Ana Silva was born in a northern city of Portugal."]),
+             ("Painters", ["Maria Lopes painted the harbour at dawn."])]
+    quoted, _ = read(question, items, weights, groups=[0, 0])
+    assert quoted == ["Ana Silva was born in a northern city of Portugal."]
 
 
 def test_dense_similarity_picks_the_paraphrase_among_equal_matches() -> None:
@@ -96,9 +110,11 @@ def test_of_equal_matches_the_statement_whose_subject_the_question_names_comes_f
     weights = {"clause": 1.0, "7.3.2": 2.0}
     own = [words(s.text) for s in sentences]
     context = [words(items[s.evidence][0]) for s in sentences]
-    args = (sentences, own, context, [label for label, _ in items], weights, None, frozenset(words(question)))
-    assert read_chain(*args, keyed=[False, True]).chosen[0] == 1
-    assert read_chain(*args, dense=[0.2, 0.1], keyed=[False, True]).chosen[0] == 1
+    labels = [label for label, _ in items]
+    asked = frozenset(words(question))
+    assert read_chain(Page(sentences, own, context, labels, keyed=[False, True]), weights, None, asked).chosen[0] == 1
+    assert read_chain(Page(sentences, own, context, labels, [0.2, 0.1], keyed=[False, True]), weights, None,
+                      asked).chosen[0] == 1
 
 
 def test_the_short_answer_is_not_the_bridge_the_first_statement_named() -> None:
@@ -110,3 +126,17 @@ def test_the_short_answer_is_not_the_bridge_the_first_statement_named() -> None:
     assert quoted == ["Sinister is a 2012 horror film directed by Scott Derrickson.",
                       "Scott Derrickson is an American director."]
     assert short == "American"
+
+
+def test_the_answer_model_weighs_only_signals_the_reader_measures() -> None:
+    sentences = [Sentence(0, 0, 10, "Ana Silva was born in Porto."), Sentence(1, 0, 10, "Porto lies on the Douro.")]
+    page = Page(sentences, [words(s.text) for s in sentences], [set(), set()], ["Ana Silva", "Porto"], [0.4, 0.2],
+                [0, 1], [True, False])
+    measured = signals(page, {"born": 1.0, "ana": 2.0}, expected_type("Where was Ana Silva born?"),
+                       frozenset(words("Where was Ana Silva born?")))
+    assert set(ANSWERS.weights) == set(measured.arrays)
+    assert all(len(a) == len(sentences) for a in measured.arrays.values())
+    likely = ANSWERS.probabilities(measured.arrays, len(sentences))
+    assert likely == pytest.approx([ANSWERS.probability({f: float(a[j]) for f, a in measured.arrays.items()})
+                                    for j in range(len(sentences))])
+    assert 0.0 < JOIN < 1.0

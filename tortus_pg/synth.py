@@ -21,7 +21,7 @@ from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
 from tortus_pg.ingest.prose import table_header, table_row
 from tortus_pg.query.compare import lead_with_pick
-from tortus_pg.query.read import Sentence, lexical_shares, read_chain
+from tortus_pg.query.read import Page, Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
 from tortus_pg.query.support import THRESHOLD, model_for
 from tortus_pg.query.terms import Terms, lexemes
@@ -204,15 +204,15 @@ def best_chain(
     return chain, coverage, found
 
 
-def _read(
-    conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
-    terms: Terms, ts_config: str, kind: AnswerType | None, similarity: Similarity | None, bridges: bool,
-) -> tuple[list[dict[str, Any]], set[str], float]:
-    """The claims the evidence chain gives (`query.read`), the lexemes they cover, and the best
-    dense similarity of a claim to the question."""
+def page_of(
+    conn: psycopg.Connection, evidence: Sequence[Source], chains: Sequence[Sequence[int]], terms: Terms,
+    ts_config: str, similarity: Similarity | None, bridges: bool,
+) -> Page:
+    """What the reader reads of `evidence` (`query.read.Page`): its sentences with their lexemes,
+    headings, dense similarities, groups and subjects."""
     sentences = _sentences(evidence)
     if not sentences:
-        return [], set(), 0.0
+        return Page([], [], [], [e.label for e in evidence])
     columns = list(dict.fromkeys(s.header for s in sentences if s.header))
     found = lexemes(conn, [*(s.text for s in sentences), *(e.label for e in evidence),
                            *(" ".join(c) for c in columns)], ts_config)
@@ -221,15 +221,26 @@ def _read(
     of_columns = dict(zip(columns, found[count + items:], strict=True))
     # A sentence reads in the context of its heading path, and a table row of its column headers too.
     context = [headings[s.evidence] | of_columns.get(s.header, set()) for s in sentences]
-    asked = question.asked
     dense = _dense(similarity, evidence, sentences, own, context, terms) if similarity else None
     # Without bridges (a hop budget under two) a chain is one document: crossing to another is a hop.
     group = {i: n for n, chain in enumerate(chains) for i in chain} if bridges else \
         {i: hash(e.uri) for i, e in enumerate(evidence)}
     keyed = _keyed(conn, [s.text for s in sentences], terms, ts_config)
-    reading = read_chain(sentences, own, context, [e.label for e in evidence],
-                         terms.weights, kind, asked, dense, [group.get(i, -1 - i) for i in range(len(evidence))],
-                         keyed, bridges)
+    return Page(sentences, own, context, [e.label for e in evidence], dense,
+                [group.get(i, -1 - i) for i in range(len(evidence))], keyed)
+
+
+def _read(
+    conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
+    terms: Terms, ts_config: str, kind: AnswerType | None, similarity: Similarity | None, bridges: bool,
+) -> tuple[list[dict[str, Any]], set[str], float]:
+    """The claims the evidence chain gives (`query.read`), the lexemes they cover, and the best
+    dense similarity of a claim to the question."""
+    page = page_of(conn, evidence, chains, terms, ts_config, similarity, bridges)
+    if not page.sentences:
+        return [], set(), 0.0
+    sentences, own, context, dense = page.sentences, page.own, page.context, page.dense
+    reading = read_chain(page, terms.weights, kind, question.asked, bridges)
     comparison = question.comparison
     if comparison is not None:  # "…, A or B?": the values compared lead, the option they favour answers
         reading = lead_with_pick(reading, comparison, sentences, [e.label for e in evidence], terms.weights, own)
@@ -283,7 +294,7 @@ def extractive(
     claims, covered, dense = _read(conn, question, evidence, chains, terms, ts_config, kind, similarity, bridges)
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
     signals = {"coverage": coverage, "named": float(bool(terms.names)), **({"dense": dense} if similarity else {})}
-    supported = model_for(similarity.name if similarity else None).support(signals)
+    supported = model_for(similarity.name if similarity else None).probability(signals)
     verdict = _missing_identifiers(terms, found) or (None if claims else (Refusal.NO_SENTENCE, "")) \
         or _untyped(kind, claims)
     if verdict is None and supported < THRESHOLD:

@@ -33,9 +33,9 @@ def test_the_support_model_separates_answerable_questions_from_their_twins() -> 
     answerable = [{"coverage": 0.8 + 0.02 * i, "dense": 0.6, "named": 1.0} for i in range(10)]
     twins = [{"coverage": 0.3 + 0.02 * i, "dense": 0.4, "named": float(i % 2)} for i in range(10)]
     model = support.fit([(answerable, twins)], features=("coverage", "dense", "named"))
-    assert all(model.support(s) > 0.5 for s in answerable) and all(model.support(s) < 0.5 for s in twins)
-    assert model.weights["coverage"] > 0 and 0.0 <= model.support({}) <= 1.0
-    with pytest.raises(ValueError, match="needs answerable and unanswerable"):
+    assert all(model.probability(s) > 0.5 for s in answerable) and all(model.probability(s) < 0.5 for s in twins)
+    assert model.weights["coverage"] > 0 and 0.0 <= model.probability({}) <= 1.0
+    with pytest.raises(ValueError, match="needs positive and negative examples"):
         support.fit([(answerable, twins), (answerable, [])])
 
 

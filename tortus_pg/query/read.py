@@ -2,7 +2,7 @@
 
 A multi-hop answer is a chain of statements: the one that matches the question names a bridge
 ("Waypoint keeps its orders on kestrel-3"), and the statement about that bridge says what is
-asked ("kestrel-3 is backed up to s3://…"). The reader scores every sentence of the evidence:
+asked ("kestrel-3 is backed up to s3://…"). The reader measures every sentence of the evidence:
 
 - `lexical`: the share of the question's weight (IDF) the sentence covers, read in the context
   of its heading path, when it shares at least one question term itself;
@@ -11,15 +11,15 @@ asked ("kestrel-3 is backed up to s3://…"). The reader scores every sentence o
 - `dense`: its embedding's cosine similarity to the question's, when an embedder is at hand;
 - `keyed`: its subject (its opening words) is what the question names.
 
-The first statement is the best match (lexical + typed/2 + dense/2 + keyed/4). When it leaves
-part of the question or the asked value unsaid, the names it gives that the question does not
-are bridges: a sentence about a bridge (its heading path names it, or it opens with it) scores
-1 + what it adds of the question's weight, and the best such sentence joins. Other sentences
-join from the first's group of evidence (a document, a link the walk took) when their own words
-add at least MIN_GAIN of the question's weight, or give the checkable value (a time, an amount)
-the first lacks. The answer quotes at most MAX_CLAIMS. Nothing here is keyed to a corpus: the
-weights come from the tenant's BM25 statistics, the types from the question's form, the
-bridges from the evidence itself.
+The first statement is the best match (lexical + typed/2 + dense/2 + keyed/4). The names it gives
+that the question does not are bridges. The other sentences are rated by a logistic model of
+whether a sentence holds the answer (`ANSWERS`), from what each adds to the first statement (the
+question's weight it covers that the first does not), its type, its similarity, whether it is
+about a bridge, from the first's group of evidence, opens its item or names something new; the
+likeliest join the first while the model rates them at least JOIN. The answer quotes at most
+MAX_CLAIMS. Nothing here is keyed to a corpus: the weights of the question's terms come from the
+tenant's BM25 statistics, the types from the question's form, the bridges from the evidence, and
+the model's weights are fitted on public multi-hop sets (`benchmarks/fit_reader.py`).
 """
 
 from __future__ import annotations
@@ -31,12 +31,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from tortus_pg.answer_type import AnswerType, names_in
+from tortus_pg.query.logistic import Model
 
 MAX_CLAIMS = 3
-TYPED = 0.5  # what holding a value of the asked type adds to a sentence's score
-DENSE_FIRST, DENSE_NEXT = 0.5, 0.25  # the weight of dense similarity for the first statement and the rest
+TYPED = 0.5  # what holding a value of the asked type adds to the first statement's score
+DENSE_FIRST = 0.5  # the weight of dense similarity for the first statement
 KEYED = 0.25  # what opening with a thing the question names (its subject) adds to the first statement
-MIN_GAIN = 0.1  # share of the question's weight a further sentence must add, unless it is about a bridge
+# Whether a sentence holds the answer, fitted by `python benchmarks/fit_reader.py --fit musique
+# hotpotqa` (each set's sentences with and without the expected answer weighing alike), checked
+# on 2wiki-train500 and the handbooks (docs/benchmarks.md).
+ANSWERS = Model(-2.679, {"typed": 0.791, "dense": 1.312, "about": 0.852, "rest": 2.914, "adds": 1.699, "near": 0.879,
+                         "opens": 0.761, "names": 0.73})
+JOIN = 0.6  # a sentence joins the first when ANSWERS rates it at least this (both classes weighing alike)
 
 
 @dataclass(frozen=True)
@@ -73,61 +79,117 @@ class Reading:
     covered: frozenset[str]
 
 
-def read_chain(
-    sentences: Sequence[Sentence], own: Sequence[set[str]], context: Sequence[set[str]], labels: Sequence[str],
-    weights: Mapping[str, float], kind: AnswerType | None, asked: frozenset[str],
-    dense: Sequence[float] | None = None, groups: Sequence[int] | None = None, keyed: Sequence[bool] | None = None,
-    bridges: bool = True,
-) -> Reading:
-    """Read `sentences` (with their lexemes `own`, their headings' lexemes `context` and their
-    evidence items' heading paths `labels`) for a question of term `weights`, answer type `kind`
-    and words `asked`; `dense` is each sentence's similarity to the question, when known;
-    `groups` numbers the group of evidence items that may answer together (the walk's links, one
-    document): a sentence not about a bridge joins only from the first statement's group;
-    `keyed` marks the sentences whose subject (opening) is what the question names; without
-    `bridges` (a hop budget under two) no bridge is followed."""
-    if not sentences:
-        return Reading([], None, None, frozenset())
+@dataclass(frozen=True)
+class Page:
+    """What the reader reads: the evidence's sentences, each one's lexemes (`own`) and its
+    heading's (`context`), the evidence items' heading paths (`labels`); each sentence's dense
+    similarity to the question when known; the group of evidence items that may answer together
+    (the walk's links, one document) of each item; and whether each sentence's subject (its
+    opening) is what the question names."""
+
+    sentences: Sequence[Sentence]
+    own: Sequence[set[str]]
+    context: Sequence[set[str]]
+    labels: Sequence[str]
+    dense: Sequence[float] | None = None
+    groups: Sequence[int] | None = None
+    keyed: Sequence[bool] | None = None
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the reader measures of every sentence for a question: the first statement, the
+    values of the asked type each holds, and the answer model's signals (arrays over the
+    sentences, named as `ANSWERS` weighs them)."""
+
+    first: int
+    values: list[list[str]]
+    arrays: dict[str, np.ndarray]
+    covered: list[set[str]]  # each sentence's question lexemes, read in its heading's context
+    lacks_value: bool  # the question asks for a checkable value (a time, an amount …) the first does not give
+    bridges: bool  # whether the reading may cross from the first's group to another (a hop budget of two)
+
+
+def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, asked: frozenset[str],
+            bridges: bool = True) -> Signals:
+    """The first statement (the best match: lexical + typed/2 + dense/2 + keyed/4) and every
+    sentence's signals: `typed` (a value of the asked type), `dense`, `about` (a bridge the first
+    statement names heads its item or opens it; none without `bridges`), `rest` and `adds` (the question's
+    weight it adds to the first's, in its heading's context and in its own words), `near` (the
+    first's group), `opens` (its item's first sentence) and `names` (a name the question does
+    not say)."""
+    sentences, n = page.sentences, len(page.sentences)
     total = sum(weights.values()) or 1.0
-    sets = _in_context(own, context, weights)
-    lexical = np.array(lexical_shares(own, context, weights))
+    sets = _in_context(page.own, page.context, weights)
+    lexical = np.array(lexical_shares(page.own, page.context, weights))
     values = [kind.values(s.text, asked) if kind is not None else [] for s in sentences]
     typed = np.array([bool(v) for v in values], dtype=float)
-    similar = np.asarray(dense, dtype=float) if dense is not None else np.zeros(len(sentences))
-    subject = np.asarray(keyed, dtype=float) if keyed is not None else np.zeros(len(sentences))
-    first = int(np.argmax(lexical + TYPED * typed + DENSE_FIRST * similar + KEYED * subject))
-    # A bridge is followed only to what the first statement leaves unsaid: part of the question,
-    # or the value of the asked type.
-    unsaid = lexical[first] < 1 - MIN_GAIN or (kind is not None and not typed[first])
-    named = {n.casefold() for n in names_in(sentences[first].text) if not _said(n, asked)} if bridges and unsaid \
-        else set()
-    pattern = re.compile("|".join(rf"(?<!\w){re.escape(b)}(?!\w)" for b in sorted(named))) if named else None
-    about = np.array([pattern is not None and j != first and (
-        (s.evidence != sentences[first].evidence and pattern.search(labels[s.evidence].casefold()) is not None)
-        or pattern.search(_opening(s.text)) is not None) for j, s in enumerate(sentences)], dtype=float)
+    dense = np.asarray(page.dense, dtype=float) if page.dense is not None else np.zeros(n)
+    subject = np.asarray(page.keyed, dtype=float) if page.keyed is not None else np.zeros(n)
+    first = int(np.argmax(lexical + TYPED * typed + DENSE_FIRST * dense + KEYED * subject))
+    about = _about(page, first, asked) if bridges else np.zeros(n)
     covered = sets[first]
-    rest = np.array([sum(w for t, w in weights.items() if t in s and t not in covered) / total for s in sets])
-    adds = np.array([sum(w for t, w in weights.items() if t in o and t not in covered) / total for o in own])
-    group = groups if groups is not None else [0] * len(labels)
-    near = np.array([group[s.evidence] == group[sentences[first].evidence] for s in sentences])
-    follow = about * (1 + rest + TYPED * typed) + rest + TYPED * typed + DENSE_NEXT * similar
-    # A sentence joins the first only for a reason of the chain's: it is about a bridge, or from
-    # the first's group it adds a share of the question in its own words, or gives the value a
-    # checkable type asks for and the first lacks.
-    gives = typed.astype(bool) & (kind is not None and kind.required and not typed[first])
-    # Of the sentences about a bridge, the best joins; another only when it adds to the question.
-    best_about = int(np.argmax(np.where(about > 0, follow, -np.inf))) if about.any() else -1
-    joins = (np.arange(len(sentences)) == best_about) | (((about > 0) | near) & ((adds >= MIN_GAIN) | gives))
-    order = [first, *(int(j) for j in np.argsort(-follow, kind="stable") if j != first and joins[j])]
-    chosen = order[:MAX_CLAIMS]
-    answer = next((j for j in chosen[1:] if typed[j] and about[j]), None)
-    answer = answer if answer is not None else next((j for j in chosen if typed[j]), chosen[0])
+    group = page.groups if page.groups is not None else [0] * len(page.labels)
+    arrays = {
+        "typed": typed, "dense": dense, "about": about,
+        "rest": np.array([sum(w for t, w in weights.items() if t in s and t not in covered) / total for s in sets]),
+        "adds": np.array([sum(w for t, w in weights.items() if t in o and t not in covered) / total for o in page.own]),
+        "near": np.array([group[s.evidence] == group[sentences[first].evidence] for s in sentences], dtype=float),
+        "opens": np.array([j == 0 or s.evidence != sentences[j - 1].evidence for j, s in enumerate(sentences)],
+                          dtype=float),
+        "names": np.array([any(not _said(x, asked) for x in names_in(s.text)) for s in sentences], dtype=float),
+    }
+    lacks = kind is not None and kind.required and not typed[first]
+    return Signals(first, values, arrays, sets, lacks, bridges)
+
+
+def _about(page: Page, first: int, asked: frozenset[str]) -> np.ndarray:
+    """Whether each sentence is about a bridge the first statement names (a name the question
+    does not say): the bridge heads its evidence item (another item's) or opens the sentence."""
+    sentences = page.sentences
+    named = {x.casefold() for x in names_in(sentences[first].text) if not _said(x, asked)}
+    if not named:
+        return np.zeros(len(sentences))
+    pattern = re.compile("|".join(rf"(?<!\w){re.escape(b)}(?!\w)" for b in sorted(named)))
+    return np.array([j != first and (
+        (s.evidence != sentences[first].evidence and pattern.search(page.labels[s.evidence].casefold()) is not None)
+        or pattern.search(_opening(s.text)) is not None) for j, s in enumerate(sentences)], dtype=float)
+
+
+def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None, asked: frozenset[str],
+               bridges: bool = True) -> Reading:
+    """Read `page` for a question of term `weights`, answer type `kind` and words `asked`: the
+    first statement, then the sentences the answer model (`ANSWERS`) rates likeliest to hold the
+    answer, while at least JOIN; without `bridges` (a hop budget under two) no bridge is followed."""
+    if not page.sentences:
+        return Reading([], None, None, frozenset())
+    measured = signals(page, weights, kind, asked, bridges)
+    first, values, typed = measured.first, measured.values, measured.arrays["typed"]
+    likely = ANSWERS.probabilities(measured.arrays, len(page.sentences))
+    chosen = quoted(measured, likely)
+    # The answering sentence holds a value of the asked type, the likeliest such one first.
+    answer = max(chosen, key=lambda j: (bool(typed[j]), likely[j]))
     # The short answer is new information: not the bridge the first statement already named.
-    known = {n.casefold() for n in names_in(sentences[first].text)} if answer != first else set()
+    known = {x.casefold() for x in names_in(page.sentences[first].text)} if answer != first else set()
     fresh = [v for v in values[answer] if v.casefold() not in known]
     short = next(iter(fresh or values[answer]), None)
-    found = frozenset(t for j in chosen for t in sets[j] if t in weights)
+    found = frozenset(t for j in chosen for t in measured.covered[j] if t in weights)
     return Reading(chosen, answer, short, found)
+
+
+def quoted(measured: Signals, likely: np.ndarray) -> list[int]:
+    """The sentences quoted, MAX_CLAIMS at most: the first statement; the chain's own next
+    statements, the likeliest sentence about a bridge and, when the first lacks the checkable
+    value asked for, the likeliest of its group giving one; then the sentences `likely` (the
+    answer model's probabilities) rates at least JOIN, likeliest first, of those saying part of
+    the question the first leaves unsaid or about a bridge: every quote is there for a reason of
+    the question's, not for its form alone; without bridges, from the first's group only."""
+    arrays, first = measured.arrays, measured.first
+    gives = arrays["typed"] * arrays["near"] * float(measured.lacks_value)
+    chain = [int(np.argmax(np.where(reason > 0, likely, -1.0))) for reason in (arrays["about"], gives) if reason.any()]
+    reasoned = ((arrays["rest"] > 0) | (arrays["about"] > 0)) & ((arrays["near"] > 0) | measured.bridges)
+    joins = [int(j) for j in np.argsort(-likely, kind="stable") if likely[j] >= JOIN and reasoned[j]]
+    return list(dict.fromkeys([first, *chain, *(j for j in joins if j != first)]))[:MAX_CLAIMS]
 
 
 def _in_context(own: Sequence[set[str]], context: Sequence[set[str]], weights: Mapping[str, float]) -> list[set[str]]:
