@@ -140,3 +140,17 @@ def test_the_answer_model_weighs_only_signals_the_reader_measures() -> None:
     assert likely == pytest.approx([ANSWERS.probability({f: float(a[j]) for f, a in measured.arrays.items()})
                                     for j in range(len(sentences))])
     assert 0.0 < JOIN < 1.0
+
+
+def test_what_the_chain_leaves_unsaid_is_not_covered_by_the_model_s_joins() -> None:
+    # A bridge is followed to what the chain's own statements leave unsaid: a sentence the answer
+    # model adds is quoted, but the terms it says stay uncovered for the bridge to look for.
+    question = "Which river flows through the city where Ana Silva was born?"
+    weights = {"river": 1.0, "flows": 1.0, "city": 1.0, "ana": 3.0, "silva": 3.0, "born": 2.0}
+    items = [("Ana Silva", ["Ana Silva was born in a northern city."]),
+             ("Rivers", ["The Douro river flows through the city of Porto."])]
+    sentences = [Sentence(i, 0, len(t), t) for i, (_, texts) in enumerate(items) for t in texts]
+    page = Page(sentences, [words(s.text) for s in sentences], [words(label) for label, _ in items],
+                [label for label, _ in items], [0.5, 0.4], [0, 1])
+    reading = read_chain(page, weights, expected_type(question), frozenset(words(question)))
+    assert reading.chosen == [0, 1] and reading.covered == {"ana", "silva", "born", "city"}

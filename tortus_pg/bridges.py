@@ -32,7 +32,8 @@ limit %(limit)s
 # IDF: a rare entity is a stronger lead than one most documents mention.
 _FOLLOW = """
 select f.node_id, c.concept
-from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
+from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[], %(claim)s::integer[])
+     as c(concept, label, in_claim, claim)
 cross join lateral (
     select b.node_id, b.score,
            exists (select 1 from tortus.edge d
@@ -52,7 +53,7 @@ cross join lateral (
     order by own_document desc, b.rank
     limit 1
 ) f
-order by f.own_document desc, c.in_claim desc, f.score desc, c.concept
+order by c.claim, f.own_document desc, c.in_claim desc, f.score desc, c.concept
 limit 1
 """
 BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
@@ -64,6 +65,7 @@ class _Bridge:
     concept: int
     label: str
     source: Evidence  # the evidence whose claim names it
+    claim: int  # that claim's place in the answer: the first statement's bridges lead
     before: Reached | None  # how the walk reached that evidence
     in_claim: bool  # named by the claim itself rather than near it
 
@@ -81,7 +83,7 @@ def follow(
     if not uncovered:
         return None
     bridges: dict[int, _Bridge] = {}
-    for claim in synthesis.claims or synthesis.draft:
+    for place, claim in enumerate(synthesis.claims or synthesis.draft):
         source = evidence[claim["evidence"]]
         before = reached.get(source.node_id)
         if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
@@ -89,12 +91,13 @@ def follow(
         for concept, label, in_claim in conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
                                                       "end": claim["span"][1], "named": named,
                                                       "limit": BRIDGES_PER_CLAIM}).fetchall():
-            bridges.setdefault(concept, _Bridge(concept, label, source, before, in_claim))
+            bridges.setdefault(concept, _Bridge(concept, label, source, place, before, in_claim))
     if not bridges:
         return None
     row = conn.execute(_FOLLOW, {
         "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
         "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
+        "claim": [b.claim for b in bridges.values()],
         "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES, "subgraph": policy.semantic_group,
     }).fetchone()
     if row is None:

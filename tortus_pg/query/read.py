@@ -71,7 +71,7 @@ class Sentence:
 class Reading:
     """The sentences quoted, in chain order (indices into the sentences read), the one that
     states what is asked, its short answer (a value of the asked type) and the question lexemes
-    the quoted sentences cover (with their headings)."""
+    the chain's own statements among them cover (with their headings)."""
 
     chosen: list[int]
     answer: int | None
@@ -173,23 +173,31 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
     known = {x.casefold() for x in names_in(page.sentences[first].text)} if answer != first else set()
     fresh = [v for v in values[answer] if v.casefold() not in known]
     short = next(iter(fresh or values[answer]), None)
-    found = frozenset(t for j in chosen for t in measured.covered[j] if t in weights)
+    # What the chain's statements leave unsaid is what a bridge is followed to; the sentences
+    # the model adds answer, but they do not redirect the chain.
+    found = frozenset(t for j in chain(measured, likely) if j in chosen for t in measured.covered[j] if t in weights)
     return Reading(chosen, answer, short, found)
 
 
-def quoted(measured: Signals, likely: np.ndarray) -> list[int]:
-    """The sentences quoted, MAX_CLAIMS at most: the first statement; the chain's own next
-    statements, the likeliest sentence about a bridge and, when the first lacks the checkable
-    value asked for, the likeliest of its group giving one; then the sentences `likely` (the
-    answer model's probabilities) rates at least JOIN, likeliest first, of those saying part of
-    the question the first leaves unsaid or about a bridge: every quote is there for a reason of
-    the question's, not for its form alone; without bridges, from the first's group only."""
-    arrays, first = measured.arrays, measured.first
+def chain(measured: Signals, likely: np.ndarray) -> list[int]:
+    """The chain's own statements: the first; the likeliest sentence (by `likely`, the answer
+    model's probabilities) about a bridge; and, when the first lacks the checkable value asked
+    for, the likeliest of its group giving one."""
+    arrays = measured.arrays
     gives = arrays["typed"] * arrays["near"] * float(measured.lacks_value)
-    chain = [int(np.argmax(np.where(reason > 0, likely, -1.0))) for reason in (arrays["about"], gives) if reason.any()]
+    lead = [int(np.argmax(np.where(reason > 0, likely, -1.0))) for reason in (arrays["about"], gives) if reason.any()]
+    return list(dict.fromkeys([measured.first, *lead]))
+
+
+def quoted(measured: Signals, likely: np.ndarray) -> list[int]:
+    """The sentences quoted, MAX_CLAIMS at most: the chain's own statements (`chain`), then the
+    sentences `likely` rates at least JOIN, likeliest first, of those saying part of the question
+    the first leaves unsaid or about a bridge: every quote is there for a reason of the
+    question's, not for its form alone; without bridges, from the first's group only."""
+    arrays = measured.arrays
     reasoned = ((arrays["rest"] > 0) | (arrays["about"] > 0)) & ((arrays["near"] > 0) | measured.bridges)
     joins = [int(j) for j in np.argsort(-likely, kind="stable") if likely[j] >= JOIN and reasoned[j]]
-    return list(dict.fromkeys([first, *chain, *(j for j in joins if j != first)]))[:MAX_CLAIMS]
+    return list(dict.fromkeys([*chain(measured, likely), *joins]))[:MAX_CLAIMS]
 
 
 def _in_context(own: Sequence[set[str]], context: Sequence[set[str]], weights: Mapping[str, float]) -> list[set[str]]:
