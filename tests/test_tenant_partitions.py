@@ -1,6 +1,8 @@
 """Each tenant's rows live in partitions of their own: created with the tenant, dropped with it,
 closed to every role but the owner, and kept whole when the migration converts a database."""
 
+import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -8,6 +10,7 @@ import pytest
 
 from tortus_pg import migrate, tenants
 from tortus_pg.db import connect, tenant_scope
+from tortus_pg.errors import DatabaseBusy
 
 PARTITIONED = """
 select c.relname from pg_partitioned_table p join pg_class c on c.oid = p.partrelid
@@ -93,17 +96,59 @@ def test_the_conversion_keeps_rows_ids_and_counters_both_ways(fresh_db: Callable
     assert _nodes(url, "m1") == [*before["m1"], (new, "new")]
 
 
-def test_creating_a_tenant_waits_for_running_statements_at_most_the_lock_timeout(db_url: str) -> None:
-    """Adding partitions locks the shared tables: behind a reader it gives up at the lock
-    timeout, leaving nothing half-made, and succeeds once the reader is done."""
-    with connect(db_url) as reader, connect(db_url, lock_timeout_ms=200) as admin:
+def test_creating_a_tenant_behind_a_long_reader_gives_up_leaving_nothing_half_made(
+    db_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adding partitions locks the shared tables: behind a reader that stays, it gives up after
+    its tries with a clear error, leaving nothing half-made and the caller's lock timeout as it
+    was, and succeeds once the reader is done."""
+    monkeypatch.setattr(tenants, "PARTITION_TRIES", 2)
+    with connect(db_url) as reader, connect(db_url, lock_timeout_ms=5000) as admin:
         reader.execute("select count(*) from tortus.node").fetchone()  # holds its lock until it ends
-        with pytest.raises(psycopg.errors.LockNotAvailable):
+        with pytest.raises(DatabaseBusy, match="'part-wait' was not changed"):
             tenants.create_tenant(admin, "part-wait")
-        admin.rollback()
         assert _partitions(admin, "part-wait") == 0
         assert admin.execute("select count(*) from tortus.tenant where tenant_id = 'part-wait'").fetchone() == (0,)
+        assert admin.execute("select current_setting('lock_timeout')").fetchone() == ("5s",)
         reader.rollback()
         assert tenants.create_tenant(admin, "part-wait")
         assert _partitions(admin, "part-wait") > 0
+        assert admin.execute("select current_setting('lock_timeout')").fetchone() == ("5s",)
         admin.rollback()
+
+
+def test_a_new_tenant_gives_way_to_a_query_holding_the_tenant_tables(db_url: str) -> None:
+    """A query holding one tenant table that asks for another one the tenant's partitions have
+    locked would deadlock with them; the new tenant gives way and tries again, so the query is
+    never cancelled, and the tenant is made once the query ends."""
+    with connect(db_url) as setup:
+        tenants.create_tenant(setup, "part-q")
+        setup.commit()
+    failures: list[BaseException] = []
+    with connect(db_url) as query, connect(db_url) as admin, connect(db_url, autocommit=True) as watcher:
+
+        def create() -> None:
+            try:
+                tenants.create_tenant(admin, "part-new")
+                admin.commit()
+            except BaseException as exc:  # reported by the test below
+                failures.append(exc)
+
+        with tenant_scope(query, "part-q"):
+            query.execute("select count(*) from tortus.edge").fetchone()  # edge is locked after source and node
+            creating = threading.Thread(target=create)
+            creating.start()
+            waiting = "select wait_event_type from pg_stat_activity where pid = %s"
+            deadline = time.monotonic() + 10
+            while watcher.execute(waiting, [admin.info.backend_pid]).fetchone() != ("Lock",):
+                assert time.monotonic() < deadline, ("the new tenant never waited for the query", failures)
+                time.sleep(0.005)
+            assert query.execute("select count(*) from tortus.source").fetchone() is not None
+        query.rollback()
+        creating.join(timeout=30)
+        assert not failures, failures
+        assert _partitions(query, "part-new") > 0
+    with connect(db_url) as cleanup:
+        tenants.delete_tenant(cleanup, "part-new")
+        tenants.delete_tenant(cleanup, "part-q")
+        cleanup.commit()

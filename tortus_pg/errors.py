@@ -13,6 +13,10 @@ class DatabaseUnavailable(TortusError):
     """The database server cannot be reached or refused the login."""
 
 
+class DatabaseBusy(TortusError):
+    """Other sessions held the locks an operation needs for longer than it waits."""
+
+
 class ExtensionMissing(TortusError):
     """A required PostgreSQL extension (pgvector) is not installed."""
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
 from tortus_pg.db import ANALYST_ROLE, APP_ROLE, check_groups, check_tenant_id
-from tortus_pg.errors import InvalidInput, TenantNotFound
+from tortus_pg.errors import DatabaseBusy, InvalidInput, TenantNotFound
 
 KEY_PREFIX = "tpg_"
 SCOPES = frozenset({"query", "ingest", "admin"})
@@ -39,12 +40,39 @@ class NewKey:
 def create_tenant(conn: psycopg.Connection, tenant_id: str, name: str | None = None) -> bool:
     """Create a tenant; return False if it already existed."""
     check_tenant_id(tenant_id)
-    row = conn.execute(
-        "insert into tortus.tenant (tenant_id, name) values (%s, %s) "
-        "on conflict (tenant_id) do nothing returning tenant_id",
-        [tenant_id, name or tenant_id],
-    ).fetchone()
+    row = _changing_partitions(
+        conn, "insert into tortus.tenant (tenant_id, name) values (%s, %s) "
+        "on conflict (tenant_id) do nothing returning tenant_id", [tenant_id, name or tenant_id], tenant_id)
     return row is not None
+
+
+# Adding or dropping a tenant's partitions (the trigger on tortus.tenant) locks every tenant
+# table exclusively, one after another. A query holding one of them that then asks for another
+# deadlocks with it, and PostgreSQL may cancel the query. Waiting at most PARTITION_LOCK_MS for
+# each lock makes the tenant's change the side that gives way: it is undone (a savepoint) and
+# tried again after a pause, so queries running meanwhile are never cancelled for it.
+PARTITION_LOCK_MS = 200
+PARTITION_TRIES = 12  # with the pauses, about 8 s of trying
+
+
+def _changing_partitions(
+    conn: psycopg.Connection, statement: str, params: list[str], tenant_id: str,
+) -> tuple[Any, ...] | None:
+    """The row `statement` returns, run while it may wait at most PARTITION_LOCK_MS for each
+    lock, tried again while other sessions hold the tenant tables; the caller's lock timeout is
+    put back afterwards."""
+    for attempt in range(PARTITION_TRIES):
+        try:
+            with conn.transaction():
+                before = conn.execute("select current_setting('lock_timeout')").fetchone()
+                conn.execute("select set_config('lock_timeout', %s, true)", [f"{PARTITION_LOCK_MS}ms"])
+                row = conn.execute(statement, params).fetchone()
+                conn.execute("select set_config('lock_timeout', %s, true)", [before[0] if before else "0"])
+                return row
+        except psycopg.errors.LockNotAvailable:
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+    raise DatabaseBusy(f"tenant {tenant_id!r} was not changed: other sessions kept its tables locked; "
+                       "try again when fewer queries or ingests run")
 
 
 def list_tenants(conn: psycopg.Connection) -> list[Tenant]:
@@ -63,7 +91,8 @@ def list_tenants(conn: psycopg.Connection) -> list[Tenant]:
 def delete_tenant(conn: psycopg.Connection, tenant_id: str) -> None:
     """Delete a tenant and, by cascade, every row it owns."""
     check_tenant_id(tenant_id)
-    if conn.execute("delete from tortus.tenant where tenant_id = %s returning 1", [tenant_id]).fetchone() is None:
+    if _changing_partitions(conn, "delete from tortus.tenant where tenant_id = %s returning 1", [tenant_id],
+                            tenant_id) is None:
         raise TenantNotFound(f"no tenant {tenant_id!r}")
 
 
