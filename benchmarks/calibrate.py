@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tortus_pg.eval import abstention
-from tortus_pg.query import support
+from tortus_pg.query import logistic, support
 
 Sides = tuple[list[dict[str, float]], list[bool], list[dict[str, float]]]
 
@@ -58,8 +58,8 @@ def main() -> None:
     data = {p: sides(p) for p in [*args.fit, *args.check]}
     sets = [(data[p][0], data[p][2]) for p in args.fit]
     features = args.features.split(",")
-    model = support.fit(sets, features=features)
-    lexical = support.fit(sets, features=[f for f in features if f != "dense"])
+    model = logistic.fit(sets, features)
+    lexical = logistic.fit(sets, [f for f in features if f != "dense"])
     embedders = {json.loads(p.read_text(encoding="utf-8"))["embedder"] for p in args.fit}
     if len(embedders) != 1:
         raise SystemExit(f"the --fit files were evaluated with different embedders: {sorted(embedders)}")

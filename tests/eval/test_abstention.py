@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tortus_pg.eval import abstention
-from tortus_pg.query import support
+from tortus_pg.query import logistic, support
 
 
 def test_the_curve_trades_answering_for_withholding() -> None:
@@ -32,11 +32,11 @@ def test_the_curve_plot_is_written(tmp_path: Path) -> None:
 def test_the_support_model_separates_answerable_questions_from_their_twins() -> None:
     answerable = [{"coverage": 0.8 + 0.02 * i, "dense": 0.6, "named": 1.0} for i in range(10)]
     twins = [{"coverage": 0.3 + 0.02 * i, "dense": 0.4, "named": float(i % 2)} for i in range(10)]
-    model = support.fit([(answerable, twins)], features=("coverage", "dense", "named"))
+    model = logistic.fit([(answerable, twins)], support.FEATURES)
     assert all(model.probability(s) > 0.5 for s in answerable) and all(model.probability(s) < 0.5 for s in twins)
     assert model.weights["coverage"] > 0 and 0.0 <= model.probability({}) <= 1.0
     with pytest.raises(ValueError, match="needs positive and negative examples"):
-        support.fit([(answerable, twins), (answerable, [])])
+        logistic.fit([(answerable, twins), (answerable, [])], support.FEATURES)
 
 
 def test_the_shipped_models_read_only_signals_synthesis_measures() -> None:

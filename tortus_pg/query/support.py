@@ -12,9 +12,6 @@ eval SET --twins --json-out …` files and prints the curves the threshold is ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from tortus_pg.query import logistic
 from tortus_pg.query.logistic import Model
 
 # The share of the question's weight the best evidence chain covers, the best claim's dense
@@ -39,9 +36,3 @@ def model_for(embedder: str | None) -> Model:
     it was fitted on."""
     return MODEL if embedder is not None and embedder == MODEL.embedder else LEXICAL
 
-
-def fit(sets: Sequence[tuple[Sequence[Mapping[str, float]], Sequence[Mapping[str, float]]]],
-        features: Sequence[str] = FEATURES, l2: float = 1.0) -> Model:
-    """The support model fitted on `sets` of (answerable, unanswerable) signals
-    (`logistic.fit`: each side of each set weighs alike)."""
-    return logistic.fit(sets, features, l2)
