@@ -44,6 +44,10 @@ def eval_(
         False, "--twins", help="Multi-hop sets: also ask each question over a snapshot without its gold passages "
         "(its unanswerable twin) and print the abstention curve over the support threshold."
     ),
+    twin_gap: datasets.TwinGap = typer.Option(
+        datasets.TwinGap.GOLD, "--twin-gap", help="What the twins' snapshot leaves out: every gold passage, or "
+        "only those stating the answer (what the question names stays)."
+    ),
 ) -> None:
     """Run retrieval strategies side by side on one ingested snapshot of a dataset (tenant eval-<dataset>)."""
     s = settings(ctx)
@@ -53,7 +57,7 @@ def eval_(
         embedder_name or s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
         model=s.embed_model,
     )
-    twin_set = datasets.twins(dataset, limit) if twins else None
+    twin_set = datasets.twins(dataset, limit, twin_gap) if twins else None
     timeout = float(os.environ.get("TORTUS_EVAL_EXTERNAL_TIMEOUT") or 30)
     with owner_connection(ctx) as conn, Progress(*COLUMNS, console=err_console, transient=True) as bar:
 

@@ -19,7 +19,7 @@ from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import HashEmbedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.eval import report, runner
-from tortus_pg.eval.datasets import TWIN, Dataset, load_dataset, twins
+from tortus_pg.eval.datasets import TWIN, Dataset, TwinGap, load_dataset, twins
 from tortus_pg.eval.strategies import StrategyContext, hit_ids, salient_terms, source_ids
 from tortus_pg.retrieve import search
 
@@ -330,6 +330,23 @@ def test_twins_are_asked_over_the_corpus_without_their_gold_passages(
     assert len(uris) == len(PASSAGES) - 4 and not {"tiny-hop/p00", "tiny-hop/p01", "tiny-hop/p08"} & uris
     with pytest.raises(InvalidInput, match="need a multi-hop dataset"):
         twins(Dataset("g", "golden", None, dataset.questions))
+
+
+def test_answer_twins_leave_out_only_the_gold_passages_stating_the_answer(
+    db: psycopg.Connection, dataset: Dataset
+) -> None:
+    # q1's answer is in p00; q3's ("Velmora") in p01 and not in p00, which names the tower q3
+    # asks about; q2's answer is in neither gold passage, so its last one (p12) goes.
+    twin_set = twins(dataset, limit=3, gap=TwinGap.ANSWER)
+    assert twin_set.name == "tiny-hop-answer-twins" and twin_set.excluded == {"p00", "p01", "p12"}
+    assert all(q.is_negative and q.type == TWIN for q in twin_set.questions)
+    only_q3 = twins(Dataset("three", "multihop", dataset.corpus_path, dataset.questions[2:3]), gap=TwinGap.ANSWER)
+    assert only_q3.excluded == {"p01"}
+    tenant, _ = prepared(db, only_q3)
+    with tenant_scope(db, tenant):
+        uris = {r[0] for r in db.execute("select uri from tortus.source").fetchall()}
+    assert "three-answer-twins/p00" in uris and "three-answer-twins/p01" not in uris
+    assert len(uris) == len(PASSAGES) - 1
 
 
 def test_cli_eval_with_twins_prints_and_writes_the_abstention_curve(url: str, tmp_path: Path) -> None:

@@ -13,13 +13,16 @@ import io
 import json
 import math
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from tortus_pg.errors import InvalidInput
+from tortus_pg.eval.metrics import contains_answer
+from tortus_pg.ingest.corpus import read_passages
 
 MAX_LINE_BYTES = 1 << 20  # one question or qrels row; a longer line is not a question
 QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -67,16 +70,42 @@ class Dataset:
 TWIN = "unanswerable twin"  # the question type of a twin
 
 
-def twins(dataset: Dataset, limit: int | None = None) -> Dataset:
+class TwinGap(StrEnum):
+    """What the snapshot of a multi-hop set's unanswerable twins leaves out."""
+
+    GOLD = "gold"  # every gold passage: the documents about what a question names go too
+    # Only the gold passages that state the answer (the last gold passage when none does): what
+    # the question names stays and what it asks is gone, as with a real question the corpus
+    # cannot answer.
+    ANSWER = "answer"
+
+
+def twins(dataset: Dataset, limit: int | None = None, gap: TwinGap = TwinGap.GOLD) -> Dataset:
     """The unanswerable twins of a multi-hop dataset's first `limit` questions, as MuSiQue-Full's
-    contrast questions are built: the same questions asked over the corpus without any of their
-    gold passages, so each one should be withheld."""
-    if dataset.kind != "multihop":
+    contrast questions are built: the same questions asked over the corpus without their gold
+    passages (`gap` GOLD) or without those stating the answer (ANSWER), so each one should be
+    withheld."""
+    if dataset.kind != "multihop" or dataset.corpus_path is None:
         raise InvalidInput(f"{dataset.name}: unanswerable twins need a multi-hop dataset (gold passage ids)")
     asked = dataset.questions[:limit] if limit else dataset.questions
-    excluded = frozenset(g for q in asked for g in q.gold)
+    if gap is TwinGap.GOLD:
+        excluded, name = frozenset(g for q in asked for g in q.gold), f"{dataset.name}-twins"
+    else:
+        excluded, name = _stating(asked, dataset.corpus_path), f"{dataset.name}-answer-twins"
     questions = tuple(replace(q, gold={}, answer=None, aliases=(), type=TWIN, path=()) for q in asked)
-    return Dataset(f"{dataset.name}-twins", dataset.kind, dataset.corpus_path, questions, excluded)
+    return Dataset(name, dataset.kind, dataset.corpus_path, questions, excluded)
+
+
+def _stating(questions: Sequence[Question], corpus: Path) -> frozenset[str]:
+    """The gold passages of `questions` that contain the answer (or an alias); a question whose
+    gold passages all miss it gives its last one."""
+    gold = {g for q in questions for g in q.gold}
+    texts = {p.id: f"{p.title}\n{p.text}" for p in read_passages(corpus) if p.id in gold}
+    stating: set[str] = set()
+    for q in questions:
+        found = [g for g in q.gold if contains_answer(texts.get(g, ""), (q.answer, *q.aliases))]
+        stating.update(found or list(q.gold)[-1:])
+    return frozenset(stating)
 
 
 def load_dataset(path: Path) -> Dataset:
