@@ -96,59 +96,76 @@ def test_the_conversion_keeps_rows_ids_and_counters_both_ways(fresh_db: Callable
     assert _nodes(url, "m1") == [*before["m1"], (new, "new")]
 
 
-def test_creating_a_tenant_behind_a_long_reader_gives_up_leaving_nothing_half_made(
+def test_a_new_tenant_is_made_while_a_query_reads_the_tenant_tables(
     db_url: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Adding partitions locks the shared tables: behind a reader that stays, it gives up after
-    its tries with a clear error, leaving nothing half-made and the caller's lock timeout as it
-    was, and succeeds once the reader is done."""
+    """Partitions are attached, which does not wait for readers: a query holding the tenant
+    tables neither holds up a new tenant (one try is enough) nor waits for it."""
+    monkeypatch.setattr(tenants, "PARTITION_TRIES", 1)
+    with connect(db_url) as query, connect(db_url) as admin:
+        query.execute("select count(*) from tortus.edge").fetchone()  # holds its lock until it ends
+        assert tenants.create_tenant(admin, "part-read")
+        admin.commit()
+        assert query.execute("select count(*) from tortus.source").fetchone() is not None
+        assert _partitions(query, "part-read") > 0
+        query.rollback()
+        tenants.delete_tenant(admin, "part-read")
+        admin.commit()
+
+
+def test_creating_a_tenant_behind_a_long_writer_gives_up_leaving_nothing_half_made(
+    db_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Attaching a partition waits for writes in progress on the tables its foreign keys join:
+    behind a writer that stays, it gives up after its tries with a clear error, leaving nothing
+    half-made and the caller's lock timeout as it was, and succeeds once the writer is done."""
     monkeypatch.setattr(tenants, "PARTITION_TRIES", 2)
-    with connect(db_url) as reader, connect(db_url, lock_timeout_ms=5000) as admin:
-        reader.execute("select count(*) from tortus.node").fetchone()  # holds its lock until it ends
+    with connect(db_url) as writer, connect(db_url, lock_timeout_ms=5000) as admin:
+        writer.execute("lock table tortus.node in row exclusive mode")  # what an insert holds until commit
         with pytest.raises(DatabaseBusy, match="'part-wait' was not changed"):
             tenants.create_tenant(admin, "part-wait")
         assert _partitions(admin, "part-wait") == 0
         assert admin.execute("select count(*) from tortus.tenant where tenant_id = 'part-wait'").fetchone() == (0,)
         assert admin.execute("select current_setting('lock_timeout')").fetchone() == ("5s",)
-        reader.rollback()
+        writer.rollback()
         assert tenants.create_tenant(admin, "part-wait")
         assert _partitions(admin, "part-wait") > 0
         assert admin.execute("select current_setting('lock_timeout')").fetchone() == ("5s",)
         admin.rollback()
 
 
-def test_a_new_tenant_gives_way_to_a_query_holding_the_tenant_tables(db_url: str) -> None:
-    """A query holding one tenant table that asks for another one the tenant's partitions have
-    locked would deadlock with them; the new tenant gives way and tries again, so the query is
-    never cancelled, and the tenant is made once the query ends."""
+def test_a_tenant_being_deleted_gives_way_to_a_query_holding_the_tenant_tables(db_url: str) -> None:
+    """Dropping a tenant's partitions locks every tenant table in turn: a query holding one that
+    asks for another the drop has locked would deadlock with it. The deletion gives way and
+    tries again, so the query is never cancelled, and the tenant is gone once the query ends."""
     with connect(db_url) as setup:
         tenants.create_tenant(setup, "part-q")
+        tenants.create_tenant(setup, "part-new")
         setup.commit()
     failures: list[BaseException] = []
     with connect(db_url) as query, connect(db_url) as admin, connect(db_url, autocommit=True) as watcher:
 
-        def create() -> None:
+        def delete() -> None:
             try:
-                tenants.create_tenant(admin, "part-new")
+                tenants.delete_tenant(admin, "part-new")
                 admin.commit()
             except BaseException as exc:  # reported by the test below
                 failures.append(exc)
 
         with tenant_scope(query, "part-q"):
             query.execute("select count(*) from tortus.edge").fetchone()  # edge is locked after source and node
-            creating = threading.Thread(target=create)
-            creating.start()
+            deleting = threading.Thread(target=delete)
+            deleting.start()
             waiting = "select wait_event_type from pg_stat_activity where pid = %s"
             deadline = time.monotonic() + 10
             while watcher.execute(waiting, [admin.info.backend_pid]).fetchone() != ("Lock",):
-                assert time.monotonic() < deadline, ("the new tenant never waited for the query", failures)
+                assert time.monotonic() < deadline, ("the deletion never waited for the query", failures)
                 time.sleep(0.005)
             assert query.execute("select count(*) from tortus.source").fetchone() is not None
         query.rollback()
-        creating.join(timeout=30)
+        deleting.join(timeout=30)
         assert not failures, failures
-        assert _partitions(query, "part-new") > 0
+        assert _partitions(query, "part-new") == 0
     with connect(db_url) as cleanup:
-        tenants.delete_tenant(cleanup, "part-new")
         tenants.delete_tenant(cleanup, "part-q")
         cleanup.commit()

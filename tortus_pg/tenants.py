@@ -46,11 +46,12 @@ def create_tenant(conn: psycopg.Connection, tenant_id: str, name: str | None = N
     return row is not None
 
 
-# Adding or dropping a tenant's partitions (the trigger on tortus.tenant) locks every tenant
-# table exclusively, one after another. A query holding one of them that then asks for another
-# deadlocks with it, and PostgreSQL may cancel the query. Waiting at most PARTITION_LOCK_MS for
-# each lock makes the tenant's change the side that gives way: it is undone (a savepoint) and
-# tried again after a pause, so queries running meanwhile are never cancelled for it.
+# Dropping a tenant's partitions (the trigger on tortus.tenant) locks every tenant table
+# exclusively, one after another; attaching a new tenant's waits for writes in progress on the
+# tables their foreign keys join. A query holding one of them that then asks for another
+# deadlocks with the drop, and PostgreSQL may cancel the query. Waiting at most PARTITION_LOCK_MS
+# for each lock makes the tenant's change the side that gives way: it is undone (a savepoint)
+# and tried again after a pause, so queries running meanwhile are never cancelled for it.
 PARTITION_LOCK_MS = 200
 PARTITION_TRIES = 12  # with the pauses, about 8 s of trying
 
