@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import Multiprocess
@@ -23,8 +24,9 @@ class TcpConfig(uvicorn.Config):
         return tcp
 
 
-def run_workers(host: str, port: int, workers: int) -> None:
-    """Serve `create_app()` from `workers` processes, each building its app from the environment."""
+def run_workers(host: str, port: int, workers: int, log_config: dict[str, Any] | None = None) -> None:
+    """Serve `create_app()` from `workers` processes, each building its app from the environment
+    and logging as `log_config` says (uvicorn's own lines when None)."""
     config = TcpConfig("tortus_pg.api.app:create_app", factory=True, host=host, port=port, workers=workers,
-                       log_level="info")
+                       log_level="info", **({"log_config": log_config} if log_config else {}))
     Multiprocess(config, sockets=[config.bind_socket()]).run()

@@ -33,9 +33,9 @@ def eval_(
     dataset_path: Path = typer.Argument(..., help="BEIR or multi-hop directory, golden-set .jsonl, or 'demo'."),
     strategies: str = typer.Option(
         None, "--strategies", help=f"Comma-separated, from: {', '.join(sorted(STRATEGIES))} "
-        f"[default: {','.join(runner.DEFAULT_STRATEGIES)}, or the resumed run's]."
+        f"(default: {','.join(runner.DEFAULT_STRATEGIES)}, or the resumed run's)."
     ),
-    k: int = typer.Option(None, "--k", help="Ids retrieved per question [default: 10, or the resumed run's]."),
+    k: int = typer.Option(None, "--k", help="Ids retrieved per question (default: 10, or the resumed run's)."),
     limit: int = typer.Option(None, "--limit", help="Evaluate only the first N questions."),
     json_out: Path = typer.Option(None, "--json-out", help="Write the summary and per-question rows here."),
     resume: int = typer.Option(None, "--resume", help="Continue run RUN_ID, skipping the answers it stored."),

@@ -8,7 +8,7 @@ import psycopg
 import typer
 from rich.text import Text
 
-from tortus_pg import migrate, tenants
+from tortus_pg import __version__, logs, migrate, tenants
 from tortus_pg.config import CONFIG_FILE, DEFAULT_TOML, Settings, exposure, write_private
 from tortus_pg.db import connect, database_url, redact
 from tortus_pg.doctor import run_checks
@@ -44,18 +44,40 @@ app.command("golden-set")(golden_cli.golden_set)
 app.add_typer(golden_cli.audit_app, name="audit")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"tortus-pg {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
     workspace: Path = typer.Option(
-        None, "--workspace", "-w", help="Workspace directory [env: TORTUS_HOME; default: current directory]."
+        None, "--workspace", "-w", help="Workspace directory (env TORTUS_HOME; default: the current directory)."
     ),
     database_url_: str = typer.Option(
-        None, "--database-url", help="PostgreSQL URL [env: TORTUS_DATABASE_URL; default: the embedded server]."
+        None, "--database-url", help="PostgreSQL URL (env TORTUS_DATABASE_URL; default: the embedded server)."
     ),
-    tenant: str = typer.Option(None, "--tenant", "-t", help="Tenant id [env: TORTUS_TENANT; default: default]."),
+    tenant: str = typer.Option(None, "--tenant", "-t", help="Tenant id (env TORTUS_TENANT; default: default)."),
+    log_level: str = typer.Option(
+        "warning", "--log-level", envvar="TORTUS_LOG_LEVEL",
+        help=f"Log records shown on stderr from this level up: {', '.join(logs.LEVELS)}.",
+    ),
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="-v logs at info (retries, back-off), -vv at debug."
+    ),
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    ),
 ) -> None:
     """Postgres-native retrieval for explainable multi-hop RAG."""
+    level = ("info", "debug")[min(verbose, 2) - 1] if verbose else log_level
+    try:
+        logs.configure(level)
+    except TortusError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--log-level") from None
+    ctx.meta["log_level"] = level
     ctx.obj = build_settings(workspace, database_url_, tenant)
     if warning := exposure(ctx.obj.workspace / CONFIG_FILE):
         err_console.print(Text.assemble(("warning:", "yellow"), f" {warning}"))

@@ -1,6 +1,7 @@
 """Each tenant's rows live in partitions of their own: created with the tenant, dropped with it,
 closed to every role but the owner, and kept whole when the migration converts a database."""
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -8,7 +9,7 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from tortus_pg import migrate, tenants
+from tortus_pg import logs, migrate, tenants
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.errors import DatabaseBusy
 
@@ -114,16 +115,20 @@ def test_a_new_tenant_is_made_while_a_query_reads_the_tenant_tables(
 
 
 def test_creating_a_tenant_behind_a_long_writer_gives_up_leaving_nothing_half_made(
-    db_url: str, monkeypatch: pytest.MonkeyPatch,
+    db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Attaching a partition waits for writes in progress on the tables its foreign keys join:
-    behind a writer that stays, it gives up after its tries with a clear error, leaving nothing
-    half-made and the caller's lock timeout as it was, and succeeds once the writer is done."""
+    behind a writer that stays, it gives up after its tries (each retry logged) with a clear
+    error, leaving nothing half-made and the caller's lock timeout as it was, and succeeds once
+    the writer is done."""
     monkeypatch.setattr(tenants, "PARTITION_TRIES", 2)
+    logs.configure("info", logs.LogFormat.JSON)
     with connect(db_url) as writer, connect(db_url, lock_timeout_ms=5000) as admin:
         writer.execute("lock table tortus.node in row exclusive mode")  # what an insert holds until commit
         with pytest.raises(DatabaseBusy, match="'part-wait' was not changed"):
             tenants.create_tenant(admin, "part-wait")
+        retries = [json.loads(line)["message"] for line in capsys.readouterr().err.splitlines()]
+        assert retries == ["tenant part-wait: other sessions hold its tables; try 2 of 2 in 0.05s"]
         assert _partitions(admin, "part-wait") == 0
         assert admin.execute("select count(*) from tortus.tenant where tenant_id = 'part-wait'").fetchone() == (0,)
         assert admin.execute("select current_setting('lock_timeout')").fetchone() == ("5s",)

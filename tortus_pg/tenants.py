@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from psycopg.rows import class_row
 
 from tortus_pg.db import ANALYST_ROLE, APP_ROLE, check_groups, check_tenant_id
 from tortus_pg.errors import DatabaseBusy, InvalidInput, TenantNotFound
+
+log = logging.getLogger(__name__)
 
 KEY_PREFIX = "tpg_"
 SCOPES = frozenset({"query", "ingest", "admin"})
@@ -71,7 +74,12 @@ def _changing_partitions(
                 conn.execute("select set_config('lock_timeout', %s, true)", [before[0] if before else "0"])
                 return row
         except psycopg.errors.LockNotAvailable:
-            time.sleep(min(0.05 * 2**attempt, 1.0))
+            if attempt + 1 == PARTITION_TRIES:
+                break
+            delay = min(0.05 * 2**attempt, 1.0)
+            log.info("tenant %s: other sessions hold its tables; try %d of %d in %.2fs", tenant_id, attempt + 2,
+                     PARTITION_TRIES, delay)
+            time.sleep(delay)
     raise DatabaseBusy(f"tenant {tenant_id!r} was not changed: other sessions kept its tables locked; "
                        "try again when fewer queries or ingests run")
 
