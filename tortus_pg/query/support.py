@@ -7,7 +7,9 @@ are fitted on public multi-hop sets, each question asked twice: over the full co
 MuSiQue-Full builds contrast questions), and on a handbook by another author with its
 unanswerable questions. `benchmarks/calibrate.py` fits them from `tortus-pg
 eval SET --twins --json-out …` files and prints the curves the threshold is chosen from
-(docs/evaluation.md); nothing in them is keyed to a corpus's wording.
+(docs/evaluation.md); nothing in them is keyed to a corpus's wording. Twins that keep what the
+question names (`--twin-gap answer`) are told apart far less well, by this model and by every
+signal measured (docs/benchmarks.md).
 """
 
 from __future__ import annotations
