@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
 
-from tortus_pg import __version__
+from tortus_pg import __version__, telemetry
 from tortus_pg.config import Settings, load_settings
 from tortus_pg.db import database_url
 from tortus_pg.migrate import current_revision, head_revision
@@ -52,6 +52,8 @@ def create_app(settings: Settings | None = None, limits: ApiLimits | None = None
     app.include_router(dashboard.router)
     app.add_api_route("/healthz", healthz, methods=["GET"], tags=["health"])
     app.add_api_route("/readyz", readyz, methods=["GET"], tags=["health"])
+    if telemetry.configure():  # the OTLP variables ask for traces (each worker process exports its own)
+        telemetry.instrument_server(app)
     return app
 
 

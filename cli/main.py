@@ -8,7 +8,7 @@ import psycopg
 import typer
 from rich.text import Text
 
-from tortus_pg import __version__, logs, migrate, tenants
+from tortus_pg import __version__, logs, migrate, telemetry, tenants
 from tortus_pg.config import CONFIG_FILE, DEFAULT_TOML, Settings, exposure, write_private
 from tortus_pg.db import connect, database_url, redact
 from tortus_pg.doctor import run_checks
@@ -78,6 +78,7 @@ def root(
     except TortusError as exc:
         raise typer.BadParameter(str(exc), param_hint="--log-level") from None
     ctx.meta["log_level"] = level
+    telemetry.configure()  # spans over OTLP when the OTEL_* variables ask for them (the otel extra)
     ctx.obj = build_settings(workspace, database_url_, tenant)
     if warning := exposure(ctx.obj.workspace / CONFIG_FILE):
         err_console.print(Text.assemble(("warning:", "yellow"), f" {warning}"))

@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 
+from tortus_pg import telemetry
 from tortus_pg.db import generic_plans
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
@@ -133,13 +134,17 @@ def answer(
     options = Options(embedder, policy, k, ts_config, scorer, synthesizer, layout)
     # The stages' savepoints need a transaction: an autocommit connection gets one for the plan.
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    with conn.transaction() if idle else nullcontext(), generic_plans(conn):
+    with telemetry.span("tortus.query", max_hops=policy.max_hops, max_ms=policy.max_ms, max_tokens=policy.max_tokens,
+                        k=k, embed_ms=embed_ms) as span, conn.transaction() if idle else nullcontext(), \
+            generic_plans(conn):
         previous_timeout = conn.execute("select current_setting('statement_timeout')").fetchone()
         try:
             state = State(analyse(conn, question, vector, clock, policy, ts_config), options, clock, list(warnings))
             for stage in STAGES:
                 stage(conn, state)
             result = _answer(state)
+            span.set(evidence_node_ids=[e.node_id for e in result.evidence], withheld=result.withheld,
+                     refusal=result.refusal.name if result.refusal else None, **telemetry.budget_use(result.budget))
         finally:
             clock.close()
             restore = previous_timeout[0] if previous_timeout else "0"

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import psycopg
 
+from tortus_pg import telemetry
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
@@ -136,14 +137,21 @@ def _store(
             set_readers(conn, current, record.readers)
             return StoreResult(record.uri, "unchanged", current)
         assert record.raw is not None
-        doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
-        chunks = chunk_document(doc)
-        title = title or doc.title
-        extraction = extract_concepts(doc, chunks, title=title)
-        if options.extra_extractor is not None:
-            extraction = merged(extraction, options.extra_extractor.extract(doc, chunks, title=title))
-        stored = record if keep_raw else replace(record, raw=None)
-        return store_document(conn, stored, doc, chunks, extraction, embedder, ts_config=options.ts_config)
+        with telemetry.span("tortus.ingest.source", source_kind=record.kind, bytes=len(record.raw)) as span:
+            with telemetry.span("tortus.ingest.parse"):
+                doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
+            with telemetry.span("tortus.ingest.chunk"):
+                chunks = chunk_document(doc)
+            title = title or doc.title
+            with telemetry.span("tortus.ingest.extract", chunks=len(chunks)):
+                extraction = extract_concepts(doc, chunks, title=title)
+                if options.extra_extractor is not None:
+                    extraction = merged(extraction, options.extra_extractor.extract(doc, chunks, title=title))
+            stored = record if keep_raw else replace(record, raw=None)
+            result = store_document(conn, stored, doc, chunks, extraction, embedder, ts_config=options.ts_config)
+            span.set(source_id=result.source_id, status=result.status, chunks=result.chunks,
+                     concepts=result.concepts, edges=result.edges)
+            return result
 
 
 def ingest(

@@ -18,6 +18,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from tortus_pg import telemetry
 from tortus_pg.db import generic_plans
 from tortus_pg.embed import Embedder
 from tortus_pg.ingest.embeddings import embed_cached
@@ -114,7 +115,17 @@ def _store(conn: psycopg.Connection, items: Sequence[Prepared], embedder: Embedd
     current = _current_sources(conn, [(p.record.uri, p.record.sha256) for p in items])
     todo = [p for p in items if p.record.uri not in current]
     # Embedding (the slow part) comes before the first write, which may lock the tenant's BM25 row.
-    vectors = embed_cached(conn, embedder, [t for p in todo for t in _embedding_texts(p)])
+    texts = [t for p in todo for t in _embedding_texts(p)]
+    with telemetry.span("tortus.ingest.embed", texts=len(texts), embedder=embedder.name):
+        vectors = embed_cached(conn, embedder, texts)
+    with telemetry.span("tortus.ingest.store", sources=len(todo)):
+        return _write(conn, items, todo, current, vectors, embedder, ts_config)
+
+
+def _write(conn: psycopg.Connection, items: Sequence[Prepared], todo: Sequence[Prepared], current: dict[str, int],
+           vectors: Sequence[Any], embedder: Embedder, ts_config: str) -> list[StoreResult]:
+    """Write the sources to store (`todo`, whose chunks' `vectors` are known) and report every
+    one of `items`: those in `current` unchanged."""
     existing = _existing_sources(conn, [p.record.uri for p in todo])
     if existing:
         _clear_derived(conn, list(existing.values()))

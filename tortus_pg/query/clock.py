@@ -10,6 +10,8 @@ from typing import TypeVar
 
 import psycopg
 
+from tortus_pg import telemetry
+
 _T = TypeVar("_T")
 
 
@@ -46,7 +48,8 @@ class Clock:
                           + f"savepoint tortus_stage; set local statement_timeout = {max(self.remaining_ms(), 1)}")
         self.savepoint = True
         try:
-            yield
+            with telemetry.span(f"tortus.query.{name}", remaining_ms=self.remaining_ms()):
+                yield
         except BaseException:
             self.conn.execute("rollback to savepoint tortus_stage")
             raise
