@@ -169,8 +169,10 @@ def sources_show(ctx: typer.Context, uri: str = typer.Argument(..., help="The so
         row = next((r for r in source_summary(conn) if r["uri"] == uri), None)
     if row is None:
         raise InvalidInput(f"no source {uri!r}; see `tortus-pg sources list`")
+    cost = row.pop("cost")
     for key, value in row.items():
         console.print(f"{key:>10}: {value}")
+    console.print("      cost: " + (", ".join(f"{k} {v}" for k, v in sorted(cost.items())) or "not recorded"))
 
 
 @sources_app.command("remove")

@@ -15,6 +15,7 @@ from typing import Protocol
 import psycopg
 
 from tortus_pg import telemetry
+from tortus_pg.cost import Costs, ledger_of
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
@@ -138,16 +139,19 @@ def _store(
             return StoreResult(record.uri, "unchanged", current)
         assert record.raw is not None
         with telemetry.span("tortus.ingest.source", source_kind=record.kind, bytes=len(record.raw)) as span:
-            with telemetry.span("tortus.ingest.parse"):
+            costs = Costs()
+            with costs.step("parse", "tortus.ingest.parse"):
                 doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
-            with telemetry.span("tortus.ingest.chunk"):
+            with costs.step("chunk", "tortus.ingest.chunk"):
                 chunks = chunk_document(doc)
             title = title or doc.title
-            with telemetry.span("tortus.ingest.extract", chunks=len(chunks)):
+            extra = options.extra_extractor
+            with costs.step("extract", "tortus.ingest.extract", ledger_of(extra), chunks=len(chunks)):
                 extraction = extract_concepts(doc, chunks, title=title)
-                if options.extra_extractor is not None:
-                    extraction = merged(extraction, options.extra_extractor.extract(doc, chunks, title=title))
-            stored = record if keep_raw else replace(record, raw=None)
+                if extra is not None:
+                    extraction = merged(extraction, extra.extract(doc, chunks, title=title))
+            stored = replace(record, raw=record.raw if keep_raw else None,
+                             metadata={**record.metadata, "cost": costs.entries})
             result = store_document(conn, stored, doc, chunks, extraction, embedder, ts_config=options.ts_config)
             span.set(source_id=result.source_id, status=result.status, chunks=result.chunks,
                      concepts=result.concepts, edges=result.edges)

@@ -19,6 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from tortus_pg import telemetry
+from tortus_pg.cost import Costs, ledger_of
 from tortus_pg.db import generic_plans
 from tortus_pg.embed import Embedder
 from tortus_pg.ingest.embeddings import embed_cached
@@ -115,21 +116,27 @@ def _store(conn: psycopg.Connection, items: Sequence[Prepared], embedder: Embedd
     current = _current_sources(conn, [(p.record.uri, p.record.sha256) for p in items])
     todo = [p for p in items if p.record.uri not in current]
     # Embedding (the slow part) comes before the first write, which may lock the tenant's BM25 row.
-    texts = [t for p in todo for t in _embedding_texts(p)]
-    with telemetry.span("tortus.ingest.embed", texts=len(texts), embedder=embedder.name):
+    texts_of = [_embedding_texts(p) for p in todo]
+    texts = [t for each in texts_of for t in each]
+    embedding = Costs()
+    with embedding.step("embed", "tortus.ingest.embed", ledger_of(embedder), texts=len(texts), embedder=embedder.name):
         vectors = embed_cached(conn, embedder, texts)
+    # Each source's ledger: its own steps, and its share of the batch's embedding.
+    costs = {p.record.uri: {**p.record.metadata.get("cost", {}), **embedding.share(len(each) / max(len(texts), 1)),
+                            "embed_texts": len(each)} for p, each in zip(todo, texts_of, strict=True)}
     with telemetry.span("tortus.ingest.store", sources=len(todo)):
-        return _write(conn, items, todo, current, vectors, embedder, ts_config)
+        return _write(conn, items, todo, current, vectors, embedder, ts_config, costs)
 
 
 def _write(conn: psycopg.Connection, items: Sequence[Prepared], todo: Sequence[Prepared], current: dict[str, int],
-           vectors: Sequence[Any], embedder: Embedder, ts_config: str) -> list[StoreResult]:
-    """Write the sources to store (`todo`, whose chunks' `vectors` are known) and report every
-    one of `items`: those in `current` unchanged."""
+           vectors: Sequence[Any], embedder: Embedder, ts_config: str, costs: dict[str, dict[str, Any]],
+           ) -> list[StoreResult]:
+    """Write the sources to store (`todo`, whose chunks' `vectors` are known, with their `costs`)
+    and report every one of `items`: those in `current` unchanged."""
     existing = _existing_sources(conn, [p.record.uri for p in todo])
     if existing:
         _clear_derived(conn, list(existing.values()))
-    source_ids = _upsert_sources(conn, todo)
+    source_ids = _upsert_sources(conn, todo, costs)
     _ensure_subgraphs(conn, sorted({s for p in todo for s in p.record.subgraphs}))
     chunk_ids = _insert_chunks(conn, source_ids, todo, vectors, embedder.name, ts_config)
     concept_ids = _upsert_concepts(conn, [p.extraction for p in todo])
@@ -228,14 +235,17 @@ _UPSERT_SOURCE = """
 """
 
 
-def _upsert_sources(conn: psycopg.Connection, items: Sequence[Prepared]) -> list[int]:
-    """Insert or update each item's source row (one pipelined round trip); their ids, in order."""
+def _upsert_sources(conn: psycopg.Connection, items: Sequence[Prepared], costs: dict[str, dict[str, Any]],
+                    ) -> list[int]:
+    """Insert or update each item's source row with its `costs` (one pipelined round trip);
+    their ids, in order."""
     if not items:
         return []
     params = []
     for p in items:
         r, doc = p.record, p.doc
-        metadata = {**r.metadata, "title": doc.title, "pages": len(doc.pages), "graph_version": GRAPH_VERSION}
+        metadata = {**r.metadata, "title": doc.title, "pages": len(doc.pages), "graph_version": GRAPH_VERSION,
+                    "cost": costs.get(r.uri, {})}
         params.append({
             "uri": r.uri, "kind": r.kind, "sha": r.sha256, "ct": r.content_type, "etag": r.etag,
             "lm": r.last_modified, "at": r.retrieved_at, "raw": r.raw, "text": doc.text,
@@ -479,16 +489,19 @@ def _memberships(conn: psycopg.Connection, members: Sequence[tuple[Sequence[str]
 
 
 def source_summary(conn: psycopg.Connection) -> list[dict[str, Any]]:
-    """Every source of the current tenant with its counts (for `tortus-pg sources list`)."""
+    """Every source of the current tenant with its counts and its cost ledger (for `tortus-pg
+    sources list` and `show`)."""
     rows = conn.execute(
         """
         select s.source_id, s.uri, s.kind, s.sha256, s.subgraphs, s.readers, s.warnings, s.updated_at,
                (select count(*) from tortus.node n where n.source_id = s.source_id) as chunks,
-               (select count(*) from tortus.evidence_span e where e.source_id = s.source_id) as spans
+               (select count(*) from tortus.evidence_span e where e.source_id = s.source_id) as spans,
+               coalesce(s.metadata -> 'cost', '{}') as cost
         from tortus.source s order by s.uri
         """
     ).fetchall()
-    keys = ("source_id", "uri", "kind", "sha256", "subgraphs", "readers", "warnings", "updated_at", "chunks", "spans")
+    keys = ("source_id", "uri", "kind", "sha256", "subgraphs", "readers", "warnings", "updated_at", "chunks", "spans",
+            "cost")
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
