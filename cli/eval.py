@@ -19,6 +19,7 @@ from tortus_pg.eval import abstention, datasets, runner
 from tortus_pg.eval import report as report_lib
 from tortus_pg.eval.datasets import load_dataset
 from tortus_pg.eval.strategies import EXTERNAL_CMD_ENV, STRATEGIES, StrategyContext, parse_names
+from tortus_pg.query.paths import SHARDS
 
 from .context import console, err_console, owner_connection, settings
 
@@ -139,6 +140,9 @@ def print_summary(summary: dict[str, Any]) -> None:
                           f"{a['negatives']} negatives")
         if e.get("answer_groups"):
             _groups_table(name, e["answer_groups"])
+        if "shard_affinity" in e:
+            console.print(f"{name}: {_share(e['shard_affinity'])} of the {e['path_hops']:.2f} graph hops per question "
+                          f"on the evidence's paths stay inside one of {SHARDS} torus shards")
 
 
 def _share(value: float | None) -> str:

@@ -87,3 +87,22 @@ def test_concepts_sit_at_the_circular_mean_and_portals_link_subgraphs(conn: psyc
             ("ops", "pay", "both mention Key Vault (2 chunks mention it)"),
             ("pay", "ops", "both mention Key Vault (2 chunks mention it)"),
         ]
+
+
+def test_shard_crossings_are_read_in_the_coordinates_the_walk_used(conn: psycopg.Connection) -> None:
+    """Two chunks in one torus cell live, in two cells under a stored layout: a hop between them
+    crosses shards only when the walk used that layout."""
+    from tortus_pg import tenants
+    from tortus_pg.db import tenant_scope
+    from tortus_pg.query import paths
+
+    tenants.create_tenant(conn, "sh")
+    with tenant_scope(conn, "sh"):
+        a, b = (r[0] for r in conn.execute(
+            "insert into tortus.node (tenant_id, kind, key, label, theta, phi, props) values "
+            "('sh', 'chunk', 'a', 'a', 0.1, 0.1, '{\"layouts\": {\"random\": [0.1, 0.1]}}'), "
+            "('sh', 'chunk', 'b', 'b', 0.2, 0.2, '{\"layouts\": {\"random\": [3.5, 3.5]}}') returning node_id"))
+        hop = {"from_id": a, "to_id": b}
+        assert [h["shard_crossing"] for h in paths._mark_shard_crossings(conn, [dict(hop)], None)] == [False]
+        assert [h["shard_crossing"] for h in paths._mark_shard_crossings(conn, [dict(hop)], "random")] == [True]
+        assert [h["shard_crossing"] for h in paths._mark_shard_crossings(conn, [dict(hop)], "euclidean")] == [False]

@@ -370,3 +370,15 @@ def test_cli_eval_with_twins_prints_and_writes_the_abstention_curve(url: str, tm
     assert shown.exit_code == 0, shown.output
     assert "## Abstention curve of `tortus`" in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     assert (tmp_path / "report" / "abstention-tortus.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_engine_reports_how_many_of_its_path_hops_stay_inside_a_torus_shard(
+    db: psycopg.Connection, dataset: Dataset,
+) -> None:
+    tenant, ctx = prepared(db, dataset)
+    doc = runner.document(runner.run(db, dataset, ["tortus", "layout_random"], tenant=tenant, context=ctx))
+    for name in ("tortus", "layout_random"):
+        rows = [q["results"][name]["metrics"] for q in doc["questions"]]
+        hops, crossings = sum(m["path_hops"] for m in rows), sum(m["shard_crossings"] for m in rows)
+        assert hops > 0 and 0 <= crossings <= hops
+        assert doc["strategies"][name]["shard_affinity"] == pytest.approx(1 - crossings / hops, abs=1e-4)

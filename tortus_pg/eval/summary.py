@@ -25,7 +25,7 @@ from tortus_pg.eval.metrics import (
 from tortus_pg.eval.strategies import StrategyResult
 
 METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5", "all_gold@10")
-DIAGNOSTICS = ("fan_out", "portal_hops", "shard_crossings", "tokens")
+DIAGNOSTICS = ("fan_out", "portal_hops", "shard_crossings", "path_hops", "tokens")
 TYPE_METRICS = ("recall@5", "all_gold@5", "ndcg@10", "mrr", "answer_match", "answer_f1")
 PAIRED_METRICS = ("recall@5", "all_gold@5", "ndcg@10")
 # The failure taxonomy classifies misses of the multi-hop success criterion, all gold in the top 5.
@@ -142,6 +142,9 @@ def _strategy(rows: list[Result], questions: Mapping[str, Question], k: int) -> 
     for name in DIAGNOSTICS:
         if values := _values(rows, name):
             entry[name] = _mean(values)
+    # Of the graph hops on the evidence's paths, the share that stays inside one torus shard.
+    if hops := sum(_values(rows, "path_hops")):
+        entry["shard_affinity"] = round(1.0 - sum(_values(rows, "shard_crossings")) / hops, 4)
     scored = [r for r in rows if questions[r.question_id].gold]
     entry["recall_curve"] = {
         str(c): _mean([recall_at_k(r.retrieved, questions[r.question_id].gold, c) or 0.0 for r in scored])

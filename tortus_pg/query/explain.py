@@ -24,7 +24,8 @@ def explain(conn: psycopg.Connection, state: State) -> None:
     cited = state.cited
     shown = evidence if state.options.policy.explain or not cited else cited
     state.routes.update(linked_paths(cited, state.links, state.routes))
-    state.path = state.clock.attempt("paths", lambda: paths(conn, shown or evidence[:2], state.hits, state.routes), [])
+    state.path = state.clock.attempt("paths", lambda: paths(conn, shown or evidence[:2], state.hits, state.routes,
+                                                             state.options.layout), [])
 
 
 def budget(state: State) -> dict[str, dict[str, Any]]:

@@ -20,9 +20,14 @@ select p.i, h.* from jsonb_to_recordset(%s) as p(i integer, path bigint[], types
 cross join lateral tortus.path_hops(p.path, p.types, p.dirs) h
 order by p.i, h.hop
 """
+# Each node's shard by the coordinates the walk used: the live ones, or a layout's (ablations).
 _SHARDS = """
-select node_id, tortus.shard_of(theta, phi, %s) from tortus.node
-where tenant_id = tortus.current_tenant() and node_id = any(%s::bigint[]) and theta is not null
+select node_id, tortus.shard_of(c.theta, c.phi, %(shards)s) from tortus.node n
+cross join lateral (select case when %(layout)s::text is null then n.theta
+                                else (n.props #>> array['layouts', %(layout)s, '0'])::float8 end as theta,
+                           case when %(layout)s::text is null then n.phi
+                                else (n.props #>> array['layouts', %(layout)s, '1'])::float8 end as phi) c
+where n.tenant_id = tortus.current_tenant() and n.node_id = any(%(ids)s::bigint[]) and c.theta is not null
 """
 
 
@@ -40,9 +45,11 @@ def linked_paths(cited: Sequence[Evidence], links: Sequence[Link], reached: dict
 
 
 def paths(
-    conn: psycopg.Connection, evidence: Sequence[Evidence], hits: Sequence[Hit], reached: dict[int, Reached]
+    conn: psycopg.Connection, evidence: Sequence[Evidence], hits: Sequence[Hit], reached: dict[int, Reached],
+    layout: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The hops that lead to each evidence chunk: a search hop for seeds, then the walk's edges."""
+    """The hops that lead to each evidence chunk: a search hop for seeds, then the walk's edges,
+    each marked when it crosses torus shards (by `layout`'s coordinates when the walk used one)."""
     seeds = {h.node_id: h for h in hits}
     out: list[dict[str, Any]] = []
     seen: set[tuple[int, int, str]] = set()
@@ -73,7 +80,7 @@ def paths(
                 "evidence": [{"uri": i["uri"], "span": [i["start"], i["end"]], "page": i["page"], "text": i["text"]}
                              for i in items],
             })
-    return _mark_shard_crossings(conn, out)
+    return _mark_shard_crossings(conn, out, layout)
 
 
 def _hops(conn: psycopg.Connection, walked: Sequence[Reached]) -> dict[int, list[tuple[Any, ...]]]:
@@ -87,11 +94,13 @@ def _hops(conn: psycopg.Connection, walked: Sequence[Reached]) -> dict[int, list
     return hops
 
 
-def _mark_shard_crossings(conn: psycopg.Connection, hops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _mark_shard_crossings(conn: psycopg.Connection, hops: list[dict[str, Any]], layout: str | None,
+                          ) -> list[dict[str, Any]]:
     """Flag the hops whose ends lie in different torus shards (a distributed deployment pays a
     network round trip for each)."""
     ids = {h[k] for h in hops for k in ("from_id", "to_id") if h.get(k) is not None}
-    shard: dict[int, int] = dict(conn.execute(_SHARDS, [SHARDS, list(ids)]).fetchall()) if ids else {}
+    found = conn.execute(_SHARDS, {"shards": SHARDS, "layout": layout, "ids": list(ids)}).fetchall() if ids else []
+    shard: dict[int, int] = dict(found)
     for h in hops:
         a, b = shard.get(h.get("from_id") or -1), shard.get(h.get("to_id") or -1)
         h["shard_crossing"] = a is not None and b is not None and a != b
