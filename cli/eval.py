@@ -141,8 +141,11 @@ def print_summary(summary: dict[str, Any]) -> None:
         if e.get("answer_groups"):
             _groups_table(name, e["answer_groups"])
         if "shard_affinity" in e:
+            paired = e.get("vs_baseline", {}).get("shard_affinity")
+            against = "" if not paired else (f" ({paired['diff']:+.3f} [{paired['ci95'][0]:+.3f}, "
+                                             f"{paired['ci95'][1]:+.3f}] against {summary['baseline']})")
             console.print(f"{name}: {_share(e['shard_affinity'])} of the {e['path_hops']:.2f} graph hops per question "
-                          f"on the evidence's paths stay inside one of {SHARDS} torus shards")
+                          f"on the evidence's paths stay inside one of {SHARDS} torus shards{against}")
 
 
 def _share(value: float | None) -> str:

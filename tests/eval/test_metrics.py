@@ -17,6 +17,7 @@ from tortus_pg.eval.metrics import (
     ndcg_at_k,
     normalize_answer,
     paired_bootstrap_diff,
+    paired_ratio_diff,
     path_recall,
     percentile,
     recall_at_k,
@@ -238,6 +239,20 @@ def test_paired_bootstrap_without_a_difference_includes_zero() -> None:
     diff, lo, hi = paired_bootstrap_diff(a, b)
     assert diff == 0.0
     assert lo < 0 < hi
+
+
+def test_paired_ratio_difference_pools_each_side_before_dividing() -> None:
+    # a keeps 3 of 4 hops on every question (0.75); b keeps 1 of 4 on half and 3 of 4 on the rest (0.5).
+    a = [(3.0, 4.0)] * 40
+    b = [(1.0, 4.0) if i % 2 else (3.0, 4.0) for i in range(40)]
+    diff, lo, hi = paired_ratio_diff(a, b)
+    assert diff == pytest.approx(0.25) and 0 < lo < diff < hi
+    # Pooled, not averaged per question: 1 of 1 and 0 of 9 pool to 0.1, not to a mean of 0.5.
+    assert paired_ratio_diff([(1.0, 1.0), (0.0, 9.0)], [(0.0, 1.0), (0.0, 9.0)])[0] == pytest.approx(0.1)
+    same = [(1.0, 2.0), (2.0, 3.0), (0.0, 1.0)]
+    assert paired_ratio_diff(same, same) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_ratio_diff(same, same[:2])
 
 
 def test_paired_bootstrap_needs_pairs() -> None:

@@ -221,6 +221,31 @@ def bootstrap_ci(
     return (float(lo), float(hi))
 
 
+def paired_ratio_diff(
+    a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], *, resamples: int = 1000, alpha: float = 0.05,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """The difference of two pooled ratios, sum of numerators over sum of denominators, a's
+    minus b's over the same questions ((numerator, denominator) per question), with its
+    percentile-bootstrap interval (questions resampled as pairs). nan where a denominator sums
+    to zero."""
+    if len(a) != len(b):
+        raise ValueError(f"paired ratios need equal lengths, got {len(a)} and {len(b)}")
+    x, y = np.asarray(a, dtype=float).reshape(-1, 2), np.asarray(b, dtype=float).reshape(-1, 2)
+
+    def ratio(rows: np.ndarray) -> np.ndarray:
+        num, den = rows[..., 0].sum(axis=-1), rows[..., 1].sum(axis=-1)
+        shares: np.ndarray = np.divide(num, den, out=np.full(np.shape(num), math.nan), where=den != 0)
+        return shares
+
+    if not len(x):
+        return (math.nan, math.nan, math.nan)
+    picks = np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))
+    diffs = ratio(x[picks]) - ratio(y[picks])
+    lo, hi = np.nanpercentile(diffs, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return (float(ratio(x) - ratio(y)), float(lo), float(hi))
+
+
 def paired_bootstrap_diff(
     a: Sequence[float], b: Sequence[float], *, resamples: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> tuple[float, float, float]:

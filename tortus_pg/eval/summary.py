@@ -18,6 +18,7 @@ from tortus_pg.eval.metrics import (
     mrr,
     ndcg_at_k,
     paired_bootstrap_diff,
+    paired_ratio_diff,
     percentile,
     recall_at_k,
     token_f1,
@@ -213,6 +214,12 @@ def _paired(rows: list[Result], base: list[Result]) -> dict[str, Any]:
                 and isinstance(theirs.get(q, {}).get(metric), int | float)]
         diff, lo, hi = paired_bootstrap_diff([mine[q][metric] for q in both], [theirs[q][metric] for q in both])
         paired[metric] = {"diff": _num(diff), "ci95": [_num(lo), _num(hi)], "n": len(both)}
+    # Shard affinity is a pooled ratio (hops kept over hops), so its difference is resampled as one.
+    both = [q for q in mine if "path_hops" in mine[q] and "path_hops" in theirs.get(q, {})]
+    if both and sum(mine[q]["path_hops"] for q in both) and sum(theirs[q]["path_hops"] for q in both):
+        diff, lo, hi = paired_ratio_diff(*([(m[q]["path_hops"] - m[q]["shard_crossings"], m[q]["path_hops"])
+                                            for q in both] for m in (mine, theirs)))
+        paired["shard_affinity"] = {"diff": _num(diff), "ci95": [_num(lo), _num(hi)], "n": len(both)}
     return paired
 
 
