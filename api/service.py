@@ -95,8 +95,11 @@ def _configure(conn: psycopg.Connection) -> None:
 
 def open_service(settings: Settings, url: str, limits: ApiLimits, pool_size: int = 4) -> Service:
     """The pool (opened, waiting for its first connection) and the embedder."""
+    # Through a pooler in transaction mode, no statement is prepared on the server: the next
+    # transaction may run on another server connection.
+    unprepared = {"prepare_threshold": None} if settings.transaction_pooler else {}
     pool = ConnectionPool(url, min_size=1, max_size=pool_size, configure=_configure, open=False,
-                          kwargs={"connect_timeout": 10}, name="tortus-api")
+                          kwargs={"connect_timeout": 10, **unprepared}, name="tortus-api")
     pool.open(wait=True, timeout=30)
     embedder = make_embedder(settings.embedder, dim=settings.embedding_dim, base_url=settings.embed_base_url,
                              api_key=settings.embed_api_key, model=settings.embed_model)

@@ -35,7 +35,7 @@ def build_settings(workspace: Path | None, database_url_: str | None, tenant: st
 def owner_connection(ctx: typer.Context, *, migrated: bool = True) -> Iterator[psycopg.Connection]:
     """An idle connection as the owner role (commands commit their own transactions)."""
     s = settings(ctx)
-    with connect(database_url(s), lock_timeout_ms=s.lock_timeout_ms) as conn:
+    with connect(database_url(s), lock_timeout_ms=s.lock_timeout_ms, prepared=not s.transaction_pooler) as conn:
         if migrated:
             require_current(conn)
             conn.rollback()  # end the check's implicit transaction so later work commits on its own

@@ -95,7 +95,7 @@ def init(ctx: typer.Context) -> None:
         console.print(f"wrote {toml}")
     url = database_url(s)
     reached = migrate.upgrade(url)
-    with connect(url) as conn:
+    with connect(url, prepared=not s.transaction_pooler) as conn:
         created = tenants.create_tenant(conn, s.tenant)
         conn.commit()
     console.print(f"database {redact(url)} at revision {reached}")
@@ -107,7 +107,7 @@ def init(ctx: typer.Context) -> None:
 def doctor(ctx: typer.Context) -> None:
     """Check versions, extensions, migrations, roles, row-level security and indexes."""
     s = settings(ctx)
-    with connect(database_url(s)) as conn:
+    with connect(database_url(s), prepared=not s.transaction_pooler) as conn:
         checks = run_checks(conn, s.embedding_dim)
     failed = False
     for check in checks:

@@ -35,6 +35,9 @@ class Settings:
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
     lock_timeout_ms: int = 30_000  # how long a command waits for a lock another session holds
+    # The database URL leads through a pooler in transaction mode (PgBouncer, Supavisor), where
+    # consecutive transactions may run on different server connections: no prepared statements.
+    transaction_pooler: bool = False
 
     @property
     def state_dir(self) -> Path:
@@ -49,7 +52,19 @@ class Settings:
         return self.database_url is None
 
 
-_TYPES: dict[str, type] = {"embedding_dim": int, "lock_timeout_ms": int}
+def boolean(value: Any) -> bool:
+    """A flag from TOML (true/false) or the environment (1/0, true/false, yes/no, on/off)."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in {"1", "true", "yes", "on"}:
+        return True
+    if word in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(value)
+
+
+_TYPES: dict[str, Any] = {"embedding_dim": int, "lock_timeout_ms": int, "transaction_pooler": boolean}
 
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
@@ -142,6 +157,9 @@ DEFAULT_TOML = """\
 
 # How long a command waits for a lock another session holds before it stops with an error.
 # lock_timeout_ms = 30000
+
+# true when database_url leads through a pooler in transaction mode (PgBouncer, Supavisor).
+# transaction_pooler = false
 
 # OpenAI-compatible endpoints (OpenAI, Azure, Ollama, vLLM) for embedder = "openai" and for
 # optional LLM extraction. Put keys in TORTUS_EMBED_API_KEY / TORTUS_LLM_API_KEY, not here.

@@ -71,11 +71,14 @@ def session_timeouts(conn: psycopg.Connection, lock_timeout_ms: int = LOCK_TIMEO
     conn.execute(_SESSION, [f"{lock_timeout_ms}ms", f"{IDLE_IN_TRANSACTION_MS}ms", f"{CLIENT_CHECK_MS}ms"])
 
 
-def connect(url: str, *, autocommit: bool = False, lock_timeout_ms: int = LOCK_TIMEOUT_MS) -> psycopg.Connection:
+def connect(url: str, *, autocommit: bool = False, lock_timeout_ms: int = LOCK_TIMEOUT_MS,
+            prepared: bool = True) -> psycopg.Connection:
     """Open a connection with the session timeouts set; pgvector types are registered when the
-    extension exists."""
+    extension exists. Without `prepared` (through a pooler in transaction mode, where the next
+    transaction may run on another server connection) no statement is prepared on the server."""
     try:
-        conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
+        conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10,
+                               **({} if prepared else {"prepare_threshold": None}))
     except psycopg.OperationalError as exc:
         reason = redact(str(exc).strip().splitlines()[-1], _passwords(url)) if str(exc).strip() else "no reason given"
         raise DatabaseUnavailable(
