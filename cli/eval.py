@@ -15,7 +15,7 @@ from rich.table import Table
 
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
-from tortus_pg.eval import abstention, datasets, runner
+from tortus_pg.eval import abstention, datasets, runner, trec
 from tortus_pg.eval import report as report_lib
 from tortus_pg.eval.datasets import load_dataset
 from tortus_pg.eval.strategies import EXTERNAL_CMD_ENV, STRATEGIES, StrategyContext, parse_names
@@ -44,6 +44,10 @@ def eval_(
     twins: bool = typer.Option(
         False, "--twins", help="Multi-hop sets: also ask each question over a snapshot without its gold passages "
         "(its unanswerable twin) and print the abstention curve over the support threshold."
+    ),
+    trec_run: Path = typer.Option(
+        None, "--trec-run", help="Also write TREC files here: the qrels and one run per strategy (for trec_eval, "
+        "ir-measures, ranx)."
     ),
     twin_gap: datasets.TwinGap = typer.Option(
         datasets.TwinGap.GOLD, "--twin-gap", help="What the twins' snapshot leaves out: every gold passage, or "
@@ -85,6 +89,9 @@ def eval_(
     if json_out is not None:
         json_out.write_text(json.dumps(doc, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
+    if trec_run is not None:
+        for path in trec.write(evaluation, trec_run):
+            console.print(f"wrote {path}")
 
 
 def _twin_curves(evaluation: runner.EvalRun, twin_run: runner.EvalRun) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Traces of ingest and of each query stage, through OpenTelemetry when the `otel` extra is
 installed (`pip install 'tortus-pg[otel]'`); without it every span here costs nothing.
 
-Spans: `tortus.query` per question (its tenant, budgets, what it returned and how much of the
+Spans: `tortus.query` per question (its budgets, what it returned and how much of the
 budget it used), `tortus.query.<stage>` per stage of the engine (seed, walk, portal_walk, bridge,
 synthesis …, with the time left when it began), `tortus.ingest.source` per source with
 `tortus.ingest.<step>` for parsing, chunking, extraction, embedding and storing. Question and

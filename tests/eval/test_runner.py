@@ -382,3 +382,22 @@ def test_the_engine_reports_how_many_of_its_path_hops_stay_inside_a_torus_shard(
         hops, crossings = sum(m["path_hops"] for m in rows), sum(m["shard_crossings"] for m in rows)
         assert hops > 0 and 0 <= crossings <= hops
         assert doc["strategies"][name]["shard_affinity"] == pytest.approx(1 - crossings / hops, abs=1e-4)
+
+
+def test_trec_files_score_as_the_report_does_in_ir_measures(url: str, tmp_path: Path) -> None:
+    import ir_measures  # a dev dependency: the TREC files are read by a library users bring
+    root = write_dataset(tmp_path / "trec-hop")
+    out, trec_dir = tmp_path / "eval.json", tmp_path / "trec"
+    result = CliRunner().invoke(app, ["--workspace", str(tmp_path), "eval", str(root), "--strategies", "bm25,hybrid",
+                                      "--json-out", str(out), "--trec-run", str(trec_dir)],
+                                env={"TORTUS_DATABASE_URL": url, "TORTUS_EMBEDDER": "hash", "COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert sorted(p.name for p in trec_dir.iterdir()) == ["trec-hop.bm25.run", "trec-hop.hybrid.run", "trec-hop.qrels"]
+    qrels = list(ir_measures.read_trec_qrels(str(trec_dir / "trec-hop.qrels")))
+    assert {q.query_id for q in qrels} == {q["id"] for q in QUESTIONS if q["gold_ids"]}  # the negative is left out
+    for strategy in ("bm25", "hybrid"):
+        run = list(ir_measures.read_trec_run(str(trec_dir / f"trec-hop.{strategy}.run")))
+        scores = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.R @ 5], qrels, run)
+        assert scores[ir_measures.nDCG @ 10] == pytest.approx(doc["strategies"][strategy]["ndcg@10"], abs=1e-9)
+        assert scores[ir_measures.R @ 5] == pytest.approx(doc["strategies"][strategy]["recall@5"], abs=1e-9)
