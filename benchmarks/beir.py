@@ -32,7 +32,7 @@ from tortus_pg.db import connect, database_url, tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import TenantNotFound
 from tortus_pg.eval.datasets import load_dataset
-from tortus_pg.eval.metrics import bootstrap_ci, ndcg_at_k, paired_bootstrap_diff, percentile, recall_at_k
+from tortus_pg.eval.metrics import bootstrap_ci, ndcg_at_k, paired_bootstrap_diff, recall_at_k
 from tortus_pg.ingest.corpus import Passage, ingest_passages, read_passages
 from tortus_pg.migrate import upgrade
 
@@ -97,7 +97,7 @@ def load_bench(folder: Path, limit: int | None) -> Bench:
 def evaluate(ds: Bench, runs: dict[str, list[str]], latencies: list[float]) -> ModeResult:
     ndcg = [ndcg_at_k(runs[q], ds.gold[q], 10) or 0.0 for q in ds.queries]
     recall = [recall_at_k(runs[q], ds.gold[q], K) or 0.0 for q in ds.queries]
-    p50, p95 = (percentile(latencies, p) for p in (50, 95))
+    p50, p95 = (float(v) for v in np.percentile(latencies, [50, 95]))
     return ModeResult(
         float(np.mean(ndcg)),
         bootstrap_ci(ndcg, resamples=BOOTSTRAP, seed=SEED),

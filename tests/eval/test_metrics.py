@@ -19,7 +19,6 @@ from tortus_pg.eval.metrics import (
     paired_bootstrap_diff,
     paired_ratio_diff,
     path_recall,
-    percentile,
     recall_at_k,
     token_f1,
 )
@@ -151,27 +150,6 @@ def test_abstention_is_correct_exactly_on_negatives() -> None:
     assert abstention_correct(is_negative=False, withheld=False)
     assert not abstention_correct(is_negative=True, withheld=False)
     assert not abstention_correct(is_negative=False, withheld=True)
-
-
-def test_percentile_interpolates_linearly() -> None:
-    values = [40.0, 10.0, 30.0, 20.0]  # sorted: 10 20 30 40
-    assert percentile(values, 50) == 25.0  # h = 3 * 0.5 = 1.5 -> 20 + 0.5 * 10
-    assert percentile(values, 95) == pytest.approx(38.5)  # h = 2.85 -> 30 + 0.85 * 10
-    assert percentile(values, 0) == 10.0
-    assert percentile(values, 100) == 40.0
-    assert percentile([7.0], 95) == 7.0
-    assert percentile([], 50) is None
-
-
-def test_percentile_agrees_with_numpy() -> None:
-    values = np.random.default_rng(3).exponential(20.0, size=37).tolist()
-    for p in (0, 1, 25, 50, 90, 95, 99, 100):
-        assert percentile(values, p) == pytest.approx(float(np.percentile(values, p)))
-
-
-def test_percentile_rejects_out_of_range() -> None:
-    with pytest.raises(ValueError, match="between 0 and 100"):
-        percentile([1.0], 101)
 
 
 def _scores(n: int) -> list[float]:

@@ -169,24 +169,6 @@ def token_f1(prediction: str | None, expected: Sequence[str | None]) -> float | 
     return best
 
 
-def percentile(values: Sequence[float], p: float) -> float | None:
-    """The p-th percentile (0 <= p <= 100) by linear interpolation, numpy's default method.
-
-    With the values sorted as v_0..v_(n-1), the position is h = (n - 1) * p / 100 and the
-    result v_floor(h) + (h - floor(h)) * (v_(floor(h)+1) - v_floor(h)). None for no values.
-    """
-    if not 0 <= p <= 100:
-        raise ValueError(f"percentile must be between 0 and 100, got {p}")
-    if not values:
-        return None
-    ordered = sorted(float(v) for v in values)
-    h = (len(ordered) - 1) * p / 100
-    lo = math.floor(h)
-    if lo + 1 >= len(ordered):
-        return ordered[-1]
-    return ordered[lo] + (h - lo) * (ordered[lo + 1] - ordered[lo])
-
-
 def _resampled_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = len(values)

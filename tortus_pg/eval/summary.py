@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.metrics import (
     abstention_correct,
@@ -19,7 +21,6 @@ from tortus_pg.eval.metrics import (
     ndcg_at_k,
     paired_bootstrap_diff,
     paired_ratio_diff,
-    percentile,
     recall_at_k,
     token_f1,
 )
@@ -138,8 +139,8 @@ def _strategy(rows: list[Result], questions: Mapping[str, Question], k: int) -> 
         ci[metric] = [_num(x) for x in bootstrap_ci(values)]
     entry["ci95"] = ci
     latencies = [r.latency_ms for r in rows]
-    entry["latency_p50_ms"] = percentile(latencies, 50)
-    entry["latency_p95_ms"] = percentile(latencies, 95)
+    p50, p95 = (float(v) for v in np.percentile(latencies, [50, 95])) if latencies else (None, None)
+    entry["latency_p50_ms"], entry["latency_p95_ms"] = p50, p95
     for name in DIAGNOSTICS:
         if values := _values(rows, name):
             entry[name] = _mean(values)
