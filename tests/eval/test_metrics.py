@@ -12,11 +12,13 @@ from tortus_pg.eval.metrics import (
     all_gold_at_k,
     bootstrap_ci,
     exact_match,
+    holm,
     hop_precision,
     mrr,
     ndcg_at_k,
     normalize_answer,
     paired_bootstrap_diff,
+    paired_bootstrap_p,
     paired_ratio_diff,
     path_recall,
     recall_at_k,
@@ -257,3 +259,22 @@ def test_short_answer_exact_match_and_token_f1(
 def test_answer_metrics_are_none_without_an_expected_answer() -> None:
     assert exact_match("anything", [None]) is None and token_f1("anything", []) is None
     assert normalize_answer("  An  Answer, (it is!) ") == "answer it is"
+
+
+def test_the_bootstrap_p_value_agrees_with_the_interval() -> None:
+    a = [0.9 if i % 3 else 0.6 for i in range(40)]
+    clear = [x - 0.2 + (0.05 if i % 2 else -0.05) for i, x in enumerate(a)]
+    assert paired_bootstrap_p(a, clear) < 0.01  # its interval excludes zero (test above)
+    noisy = [1.0 - x for x in _scores(40)]
+    diff, lo, hi = paired_bootstrap_diff(_scores(40), noisy)
+    assert lo < 0 < hi and paired_bootstrap_p(_scores(40), noisy) > 0.05
+    assert paired_bootstrap_p(a, a) == 1.0 and math.isnan(paired_bootstrap_p([], []))
+
+
+def test_holm_multiplies_the_smallest_p_by_the_number_of_tests_and_keeps_the_order() -> None:
+    adjusted = holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": math.nan})
+    # sorted 0.01, 0.03, 0.04 -> x3, x2, x1, each at least the one before
+    assert adjusted["a"] == pytest.approx(0.03) and adjusted["c"] == pytest.approx(0.06)
+    assert adjusted["b"] == pytest.approx(0.06) and math.isnan(adjusted["d"])
+    assert holm({"only": 0.04}) == {"only": 0.04} and holm({}) == {}
+

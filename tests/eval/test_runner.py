@@ -164,6 +164,9 @@ def test_eval_writes_the_documented_json_and_rows(db: psycopg.Connection, datase
         assert 0 < entry["latency_p50_ms"] <= entry["latency_p95_ms"]
         assert set(entry["failures"]) == {"seed_miss", "traversal_miss", "over_expansion"}
         assert ("vs_baseline" in entry) == (name != "bm25")
+        for metric in ("recall@5", "all_gold@5", "ndcg@10") if "vs_baseline" in entry else ():
+            paired = entry["vs_baseline"][metric]  # Holm never lowers a p-value
+            assert paired["p"] is None or paired["p"] <= paired["p_holm"] <= 1
     assert 1 <= doc["strategies"]["bounded_agentic"]["fan_out"] <= 3
     assert [q["id"] for q in doc["questions"]] == ["q1", "q2", "q3", "q4", "q5"]
     assert set(doc["questions"][0]["results"]) == set(STRATEGIES) and doc["questions"][4]["negative"]

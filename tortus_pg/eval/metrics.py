@@ -203,6 +203,33 @@ def bootstrap_ci(
     return (float(lo), float(hi))
 
 
+def paired_bootstrap_p(a: Sequence[float], b: Sequence[float], *, resamples: int = 1000, seed: int = 0) -> float:
+    """Two-sided bootstrap p-value of the mean difference a[i] - b[i]: twice the share of the
+    resampled mean differences on the far side of zero (at most 1), from the same resamples as
+    `paired_bootstrap_diff`'s interval; 1 when every pair is equal, nan for no pairs."""
+    if len(a) != len(b):
+        raise ValueError(f"paired scores need equal lengths, got {len(a)} and {len(b)}")
+    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if diffs.size == 0:
+        return math.nan
+    if not diffs.any():
+        return 1.0
+    means = _resampled_means(diffs, resamples, seed)
+    return float(min(1.0, 2 * min((means <= 0).mean(), (means >= 0).mean())))
+
+
+def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
+    """Holm's step-down adjustment of p-values tested together, so that the chance of any false
+    finding among them stays at the level (nan stays nan and takes no part)."""
+    ranked = sorted((p, name) for name, p in pvalues.items() if not math.isnan(p))
+    adjusted = dict.fromkeys(pvalues, math.nan)
+    running = 0.0
+    for i, (p, name) in enumerate(ranked):
+        running = max(running, min(1.0, (len(ranked) - i) * p))
+        adjusted[name] = running
+    return adjusted
+
+
 def paired_ratio_diff(
     a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]], *, resamples: int = 1000, alpha: float = 0.05,
     seed: int = 0,

@@ -51,7 +51,7 @@ def _paired_table(done: dict[str, dict[str, Any]]) -> list[str]:
         for metric in CI_METRICS:
             p = e["vs_baseline"][metric]
             lo, hi = p["ci95"]
-            mark = " *" if lo is not None and hi is not None and (lo > 0 or hi < 0) else ""
+            mark = " *" if p.get("p_holm") is not None and p["p_holm"] < 0.05 else ""
             cells.append(f"{p['diff']:+.3f} [{_f(lo)}, {_f(hi)}]{mark}" if p["diff"] is not None else "–")
         rows.append([name, *cells])
     return _table(["strategy", *(f"Δ {HEADINGS[m]}" for m in CI_METRICS)], rows)
@@ -165,7 +165,8 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         "",
         f"## Paired difference to `{summary['baseline']}`",
         "",
-        "Per-question differences resampled as pairs; * marks an interval that excludes zero.",
+        "Per-question differences resampled as pairs, with their 95% intervals; * marks a difference "
+        "whose p-value stays under 0.05 after Holm's adjustment over every strategy compared with the baseline.",
         "",
         *_paired_table(done),
         "",

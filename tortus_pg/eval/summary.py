@@ -17,9 +17,11 @@ from tortus_pg.eval.metrics import (
     bootstrap_ci,
     contains_answer,
     exact_match,
+    holm,
     mrr,
     ndcg_at_k,
     paired_bootstrap_diff,
+    paired_bootstrap_p,
     paired_ratio_diff,
     recall_at_k,
     token_f1,
@@ -213,8 +215,10 @@ def _paired(rows: list[Result], base: list[Result]) -> dict[str, Any]:
     for metric in PAIRED_METRICS:
         both = [q for q in mine if isinstance(mine[q].get(metric), int | float)
                 and isinstance(theirs.get(q, {}).get(metric), int | float)]
-        diff, lo, hi = paired_bootstrap_diff([mine[q][metric] for q in both], [theirs[q][metric] for q in both])
-        paired[metric] = {"diff": _num(diff), "ci95": [_num(lo), _num(hi)], "n": len(both)}
+        a, b = [mine[q][metric] for q in both], [theirs[q][metric] for q in both]
+        diff, lo, hi = paired_bootstrap_diff(a, b)
+        paired[metric] = {"diff": _num(diff), "ci95": [_num(lo), _num(hi)], "n": len(both),
+                          "p": _num(paired_bootstrap_p(a, b))}
     # Shard affinity is a pooled ratio (hops kept over hops), so its difference is resampled as one.
     both = [q for q in mine if "path_hops" in mine[q] and "path_hops" in theirs.get(q, {})]
     if both and sum(mine[q]["path_hops"] for q in both) and sum(theirs[q]["path_hops"] for q in both):
@@ -236,6 +240,12 @@ def summarize(run: EvalRun) -> dict[str, Any]:
     baseline = run.strategies[0] if run.strategies else None
     for name in run.strategies[1:]:
         strategies[name]["vs_baseline"] = _paired(rows[name], rows[str(baseline)])
+    # Every strategy is tested against the one baseline: Holm keeps the chance of any false
+    # finding among them at 5% (`p_holm`).
+    for metric in PAIRED_METRICS:
+        tested = {name: strategies[name]["vs_baseline"][metric] for name in run.strategies[1:]}
+        for name, p in holm({n: math.nan if t["p"] is None else t["p"] for n, t in tested.items()}).items():
+            tested[name]["p_holm"] = _num(p)
     for name, reason in run.skipped.items():
         strategies[name] = {"status": "skipped", "reason": reason}
     asked = [questions[q] for q in dict.fromkeys(r.question_id for r in run.results if r.question_id in questions)]
