@@ -114,6 +114,7 @@ as $$
 declare
     ext text := (select extnamespace::regnamespace::text from pg_extension where extname = 'vector');
     dim integer;
+    kind text;
     old_ef text;
     old_scan text;
 begin
@@ -121,6 +122,7 @@ begin
         return;
     end if;
     execute format('select %s.vector_dims($1)', ext) into dim using query;
+    kind := tortus.vector_index_type(dim);
     -- Index-scan options for this call only: set here, put back before returning. (A SET
     -- clause on the function would need pgvector loaded when the function is created.)
     old_ef := current_setting('hnsw.ef_search');
@@ -134,12 +136,12 @@ begin
     -- survive the filters (row-level security applies as always).
     return query execute format(
         'select h.node_id, h.distance, 1 - h.distance, (row_number() over (order by h.distance, h.node_id))::integer '
-        'from (select n.node_id, (n.embedding::%1$s.vector(%2$s) operator(%1$s.<=>) $1) as distance '
+        'from (select n.node_id, (n.embedding::%1$s.%4$s(%2$s) operator(%1$s.<=>) $1::%1$s.%4$s(%2$s)) as distance '
         '      from tortus.node n '
         '      where n.tenant_id = %3$L and n.kind = ''chunk'' '
         '        and %1$s.vector_dims(n.embedding) = %2$s '
-        '      order by n.embedding::%1$s.vector(%2$s) operator(%1$s.<=>) $1 limit $2) h '
-        'order by h.distance, h.node_id', ext, dim, tortus.current_tenant())
+        '      order by n.embedding::%1$s.%4$s(%2$s) operator(%1$s.<=>) $1::%1$s.%4$s(%2$s) limit $2) h '
+        'order by h.distance, h.node_id', ext, dim, tortus.current_tenant(), kind)
     using query, k;
     perform set_config('hnsw.ef_search', old_ef, true);
     perform set_config('hnsw.iterative_scan', old_scan, true);
