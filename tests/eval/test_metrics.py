@@ -278,3 +278,24 @@ def test_holm_multiplies_the_smallest_p_by_the_number_of_tests_and_keeps_the_ord
     assert adjusted["b"] == pytest.approx(0.06) and math.isnan(adjusted["d"])
     assert holm({"only": 0.04}) == {"only": 0.04} and holm({}) == {}
 
+
+
+def test_ranking_metrics_agree_with_ir_measures_on_random_runs() -> None:
+    """recall@k, nDCG@k (linear gain) and MRR against ir-measures (pytrec_eval) on random graded
+    judgements and random rankings, duplicates and unjudged ids included."""
+    import ir_measures  # a dev dependency
+
+    rng = np.random.default_rng(7)
+    docs = [f"d{i}" for i in range(30)]
+    for trial in range(60):
+        # grades 0 (judged, not relevant), 1 and 2
+        gold = {d: float(rng.integers(0, 3)) for d in rng.choice(docs, size=rng.integers(1, 8), replace=False)}
+        if not any(gold.values()):
+            continue
+        ranked = list(dict.fromkeys(rng.choice(docs, size=rng.integers(1, 25)).tolist()))
+        qrels = [ir_measures.Qrel("q", d, int(g)) for d, g in gold.items()]
+        run = [ir_measures.ScoredDoc("q", d, float(len(ranked) - i)) for i, d in enumerate(ranked)]
+        theirs = ir_measures.calc_aggregate([ir_measures.R @ 5, ir_measures.nDCG @ 10, ir_measures.RR], qrels, run)
+        assert recall_at_k(ranked, gold, 5) == pytest.approx(theirs[ir_measures.R @ 5]), trial
+        assert ndcg_at_k(ranked, gold, 10) == pytest.approx(theirs[ir_measures.nDCG @ 10]), trial
+        assert mrr(ranked, gold) == pytest.approx(theirs[ir_measures.RR]), trial
