@@ -12,11 +12,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import pytest
 
-from tortus_pg.ingest.fetch import FetchError, UnsafeURL, fetch_url
+from tortus_pg import migrate
+from tortus_pg.db import connect, tenant_scope
+from tortus_pg.embed import HashEmbedder
+from tortus_pg.ingest import pipeline, sources
+from tortus_pg.ingest.fetch import FetchError, UnsafeURL, Validators, _host, fetch_url
 from tortus_pg.ingest.types import Limits
+from tortus_pg.tenants import create_tenant
 
 Route = Callable[[BaseHTTPRequestHandler], None]
 
@@ -462,3 +468,59 @@ def test_space_in_host_refused() -> None:
     with network_events() as events, pytest.raises(UnsafeURL, match="invalid host name"):
         fetch_url("http://127.0.0.1 x/", allow_private=True)
     assert events == []
+
+
+def _validated(etag: str, body: bytes, modified: str = "Wed, 02 Dec 2026 10:00:00 GMT") -> Route:
+    """A page that answers 304 to a request carrying its current ETag."""
+    def route(h: BaseHTTPRequestHandler) -> None:
+        if h.headers.get("If-None-Match") == etag:
+            send(h, 304, headers={"ETag": etag})
+        else:
+            send(h, 200, body, {"ETag": etag, "Last-Modified": modified, "Content-Type": "text/html"})
+    return route
+
+
+def test_a_stored_copys_validators_make_an_unchanged_page_answer_304(servers: Servers) -> None:
+    s = servers.start()
+    s.routes["/page"] = _validated('"v1"', b"<html><body><p>first</p></body></html>")
+    url = f"{s.base}/page"
+    first = fetch_url(url, allow_private=True)
+    assert first is not None and first.etag == '"v1"' and first.last_modified is not None
+    assert fetch_url(url, allow_private=True, validators=Validators(first.etag, first.last_modified)) is None
+    sent = s.seen[-1][1]
+    assert sent["If-None-Match"] == '"v1"' and sent["If-Modified-Since"] == first.last_modified
+    stale = fetch_url(url, allow_private=True, validators=Validators('"v0"', None))
+    assert stale is not None and stale.data == first.data and "If-Modified-Since" not in s.seen[-1][1]
+    assert "If-None-Match" not in s.seen[0][1]  # a first fetch asks unconditionally
+
+
+def test_host_names_are_encoded_by_idna_2008() -> None:
+    # IDNA 2003 (Python's codec) maps ß to ss, so faß.de would be fetched from fass.de.
+    assert _host(urlsplit("http://faß.de/"), "it") == "xn--fa-hia.de"
+    assert _host(urlsplit("http://Bücher.example/"), "it") == "xn--bcher-kva.example"
+    with pytest.raises(UnsafeURL, match="invalid host name"):
+        _host(urlsplit("http://a\u200db.example/"), "it")  # a joiner alone is not a valid label
+
+
+def test_reingesting_an_unchanged_url_fetches_no_body_and_stores_nothing(
+    servers: Servers, fresh_db: Callable[..., str],
+) -> None:
+    s = servers.start()
+    page = "<html><body><h1>Ledger</h1><p>The Ledger Team is led by {}.</p></body></html>"
+    s.routes["/doc"] = _validated('"a"', page.format("Ines").encode())
+    url = fresh_db()
+    migrate.upgrade(url)
+    spec = sources.resolve([f"{s.base}/doc"], None)
+    options = pipeline.IngestOptions(allow_private_urls=True)
+    with connect(url) as conn:
+        create_tenant(conn, "web")
+        conn.commit()
+        first = pipeline.ingest(conn, "web", spec, HashEmbedder(64), options)
+        again = pipeline.ingest(conn, "web", spec, HashEmbedder(64), options)
+        assert [r.status for r in first.results] == ["ingested"] and [r.status for r in again.results] == ["unchanged"]
+        assert again.results[0].source_id == first.results[0].source_id and s.seen[-1][1]["If-None-Match"] == '"a"'
+        s.routes["/doc"] = _validated('"b"', page.format("Tomas").encode())
+        changed = pipeline.ingest(conn, "web", spec, HashEmbedder(64), options)
+        assert [r.status for r in changed.results] == ["updated"]
+        with tenant_scope(conn, "web") as scoped:
+            assert scoped.execute("select etag from tortus.source").fetchone() == ('"b"',)

@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from email.message import Message
 from urllib.parse import SplitResult, quote, urljoin, urlsplit
 
+import idna
+
 from tortus_pg.errors import InvalidInput
 from tortus_pg.ingest.types import Limits
 
@@ -63,6 +65,19 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class Validators:
+    """What a stored copy of a URL was served with: its ETag and Last-Modified, sent back as
+    If-None-Match and If-Modified-Since so an unchanged page answers 304 without its body."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        return {name: value for name, value in (("If-None-Match", self.etag),
+                                                ("If-Modified-Since", self.last_modified)) if value}
+
+
+@dataclass(frozen=True)
 class _Target:
     url: str
     scheme: str
@@ -81,8 +96,11 @@ def fetch_url(
     max_redirects: int = 5,
     timeout_s: float = 20.0,
     user_agent: str = "tortus-pg/0.1",
-) -> Snapshot:
-    """GET `url`, following at most `max_redirects` redirects, and return its bytes.
+    validators: Validators | None = None,
+) -> Snapshot | None:
+    """GET `url`, following at most `max_redirects` redirects, and return its bytes; None when
+    `validators` (a stored copy's ETag and Last-Modified) are given and the server answers
+    304 Not Modified.
 
     Private, loopback, link-local and other non-global addresses are refused unless
     `allow_private` is set; `allowed_hosts` holds 'host:port' entries ('[::1]:8080' for IPv6)
@@ -100,8 +118,11 @@ def fetch_url(
     while True:
         target = _vet(current, what, allow_private=allow_private, allowed=allowed)
         status, reason, headers, data = _exchange(
-            target, limits=limits, deadline=deadline, timeout_s=timeout_s, user_agent=user_agent
+            target, limits=limits, deadline=deadline, timeout_s=timeout_s, user_agent=user_agent,
+            conditional=validators.headers() if validators is not None else {},
         )
+        if status == 304 and validators is not None:
+            return None
         if status in _REDIRECTS:
             location = headers.get("Location")
             if not location:
@@ -180,9 +201,9 @@ def _host(parts: SplitResult, what: str) -> str:
         raise UnsafeURL(f"refused {what}: invalid host name {host!r}")
     if host.isascii():
         return host
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
+    try:  # IDNA 2008 with UTS 46 mapping, as browsers resolve: "faß.de" is xn--fa-hia.de, not fass.de
+        return idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError:
         raise UnsafeURL(f"refused {what}: invalid host name {host!r}") from None
 
 
@@ -285,9 +306,11 @@ def _connect(target: _Target, deadline: float, context: ssl.SSLContext | None) -
 
 
 def _exchange(
-    target: _Target, *, limits: Limits, deadline: float, timeout_s: float, user_agent: str
+    target: _Target, *, limits: Limits, deadline: float, timeout_s: float, user_agent: str,
+    conditional: dict[str, str],
 ) -> tuple[int, str, Message, bytes]:
-    """One GET on one vetted hop; the body is read only for a 2xx answer."""
+    """One GET on one vetted hop (with the `conditional` headers of a stored copy); the body is
+    read only for a 2xx answer."""
     conn: http.client.HTTPConnection
     try:
         if target.scheme == "https":
@@ -315,6 +338,7 @@ def _exchange(
                     "Accept": "*/*",
                     "Accept-Encoding": "identity",
                     "Connection": "close",
+                    **conditional,
                 },
             )
             resp = conn.getresponse()

@@ -21,7 +21,7 @@ from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
 from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import extract_concepts
-from tortus_pg.ingest.fetch import fetch_url
+from tortus_pg.ingest.fetch import Validators, fetch_url
 from tortus_pg.ingest.llm_extract import merged
 from tortus_pg.ingest.parse import detect_kind, parse_document
 from tortus_pg.ingest.sources import SourceSpec
@@ -32,6 +32,7 @@ from tortus_pg.ingest.store import (
     remove_source,
     set_readers,
     store_document,
+    stored_url,
 )
 from tortus_pg.ingest.types import Chunk, Document, Extraction, Limits
 
@@ -62,11 +63,16 @@ class IngestOptions:
     extra_extractor: Extractor | None = None
 
 
-def _read(spec: SourceSpec, options: IngestOptions) -> SourceRecord:
+def _read(spec: SourceSpec, options: IngestOptions, validators: Validators | None = None) -> SourceRecord | None:
+    """The source's bytes with what to store of them; None when a URL answers that the copy its
+    `validators` describe is still current (304)."""
     if spec.problem:
         raise InvalidInput(spec.problem)
     if spec.is_url:
-        snap = fetch_url(spec.location, limits=options.limits, allow_private=options.allow_private_urls)
+        snap = fetch_url(spec.location, limits=options.limits, allow_private=options.allow_private_urls,
+                         validators=validators)
+        if snap is None:
+            return None
         return SourceRecord(
             uri=spec.uri,
             kind="url",
@@ -102,8 +108,18 @@ def _read(spec: SourceSpec, options: IngestOptions) -> SourceRecord:
 def ingest_one(
     conn: psycopg.Connection, tenant: str, spec: SourceSpec, embedder: Embedder, options: IngestOptions
 ) -> StoreResult:
-    """Ingest one source in its own transaction."""
-    record = _read(spec, options)
+    """Ingest one source in its own transaction. A URL stored before is fetched conditionally:
+    when the server says it has not changed (304), nothing is fetched or stored again."""
+    stored = None
+    if spec.is_url and not spec.problem:
+        with tenant_scope(conn, tenant):
+            stored = stored_url(conn, spec.uri)
+    record = _read(spec, options, Validators(stored[1], stored[2]) if stored else None)
+    if record is None:
+        assert stored is not None
+        with tenant_scope(conn, tenant):
+            set_readers(conn, stored[0], spec.readers)
+        return StoreResult(spec.uri, "unchanged", stored[0])
     name = spec.location.rsplit("/", 1)[-1]
     # Files are re-read from disk on demand; only URL snapshots keep their raw bytes.
     return _store(conn, tenant, record, name, spec.metadata.get("title"), embedder, options, keep_raw=spec.is_url)

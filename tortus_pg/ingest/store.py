@@ -154,6 +154,16 @@ def _embedding_texts(p: Prepared) -> list[str]:
     return [embedding_text(chunk_context(_title(p.record), c), c) for c in p.chunks]
 
 
+def stored_url(conn: psycopg.Connection, uri: str) -> tuple[int, str | None, str | None] | None:
+    """A URL's copy stored by this graph version (inside a tenant scope): its source_id and the
+    ETag and Last-Modified it was served with; None when there is none to revalidate."""
+    row = conn.execute(
+        "select source_id, etag, last_modified from tortus.source "
+        "where tenant_id = tortus.current_tenant() and uri = %s and raw is not null "
+        "and (metadata ->> 'graph_version')::int is not distinct from %s", [uri, GRAPH_VERSION]).fetchone()
+    return (int(row[0]), row[1], row[2]) if row else None
+
+
 def current_source(conn: psycopg.Connection, uri: str, sha256: str) -> int | None:
     """The source_id when `uri` is stored with these bytes by this graph version (nothing to
     redo), else None: sources stored by an older version are ingested again."""
