@@ -6,10 +6,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
+from tortus_pg import progress
 from tortus_pg.config import Settings
 from tortus_pg.db import check_groups, tenant_scope
 from tortus_pg.embed import make_embedder
@@ -63,7 +64,8 @@ def ingest(
     )
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     report = None
-    with owner_connection(ctx) as conn, Progress(*columns, console=err_console, transient=True) as bar:
+    with owner_connection(ctx) as conn, Progress(*columns, console=err_console, transient=True) as bar, \
+            progress.listening(_inner_bar(bar)):
         task = bar.add_task("ingesting", total=len(specs))
         summary = pipeline.ingest(
             conn,
@@ -80,6 +82,20 @@ def ingest(
     _print_summary(summary, report, extractor)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _inner_bar(bar: Progress) -> progress.Listener:
+    """A second bar for the work inside one source (texts embedded, LLM calls) and the index
+    stages, shown while it runs."""
+    tasks: dict[str, TaskID] = {}
+
+    def update(step: str, done: int, total: int) -> None:
+        key = step.split(":")[0]  # the index's stages share one bar
+        if key not in tasks:
+            tasks[key] = bar.add_task(step, total=total)
+        bar.update(tasks[key], description=step, completed=done, total=total, visible=done < total)
+
+    return update
 
 
 def _specs(
@@ -143,8 +159,11 @@ def index(
 ) -> None:
     """Lay out the graph on the torus, place concepts, rebuild portals and the HNSW index."""
     s = settings(ctx)
-    with owner_connection(ctx) as conn:
-        print_index_report(build_index(conn, s.tenant, layout=layout, seed=seed))
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn())
+    with owner_connection(ctx) as conn, Progress(*columns, console=err_console, transient=True) as bar, \
+            progress.listening(_inner_bar(bar)):
+        report = build_index(conn, s.tenant, layout=layout, seed=seed)
+    print_index_report(report)
 
 
 @sources_app.command("list")

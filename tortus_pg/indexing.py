@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
+from tortus_pg import progress
 from tortus_pg.db import tenant_scope
 from tortus_pg.errors import InvalidInput
 from tortus_pg.layout import coordinates
@@ -21,10 +22,14 @@ class IndexReport:
     vector_index: str | None
 
 
+INDEX_STAGES = 5  # statistics, layout, concepts, portals, the HNSW index
+
+
 def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus", seed: int = 0) -> IndexReport:
     """Lay out the tenant's graph, rebuild its portals and ensure the HNSW index (owner connection)."""
     # Fresh statistics first: after a bulk ingest the planner would otherwise plan the
     # placement's per-node aggregates for the tables as they were (nested loops over thousands).
+    progress.report("index: statistics", 0, INDEX_STAGES)
     with conn.transaction():
         conn.execute("analyze tortus.node, tortus.edge, tortus.membership, tortus.evidence_span")
     with tenant_scope(conn, tenant):
@@ -36,6 +41,7 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
         dims = sorted({len(v) for v in vectors})
         if len(dims) > 1:
             raise InvalidInput(f"chunks have embeddings of several dimensions {dims}; re-ingest with one embedder")
+        progress.report(f"index: {layout} layout of {len(vectors)} chunks", 1, INDEX_STAGES)
         coords = coordinates(np.array(vectors), layout, seed) if vectors else np.zeros((0, 2))
         conn.execute(
             "update tortus.node n set theta = t.theta, phi = t.phi "
@@ -43,8 +49,11 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
             "where n.tenant_id = tortus.current_tenant() and n.node_id = t.id",
             [[r[0] for r in rows], coords[:, 0].tolist(), coords[:, 1].tolist()],
         )
+        progress.report("index: placing concepts", 2, INDEX_STAGES)
         concepts = conn.execute("select tortus.place_concepts()").fetchone()
+        progress.report("index: portals", 3, INDEX_STAGES)
         portals = conn.execute("select tortus.rebuild_portals()").fetchone()
+    progress.report("index: HNSW index", 4, INDEX_STAGES)
     index = None
     if dims:
         # Index DDL needs the table owner, so it runs outside the application-role scope.
@@ -52,6 +61,7 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
             row = conn.execute("select tortus.ensure_vector_index(%s)", [dims[0]]).fetchone()
         index = row[0] if row else None
     assert concepts is not None and portals is not None
+    progress.report("index: done", INDEX_STAGES, INDEX_STAGES)
     return IndexReport(layout, len(rows), int(concepts[0]), int(portals[0]), index)
 
 

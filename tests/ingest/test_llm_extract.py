@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from openai_server import USAGE, FakeOpenAI, openai_server
 
+from tortus_pg import progress
 from tortus_pg.ingest.extract import concept_key, extract_concepts
 from tortus_pg.ingest.llm_extract import (
     EDGE_TYPES,
@@ -394,3 +395,11 @@ def test_merged_deterministic_and_llm_extractions_share_keys(extractor: LLMExtra
         mentions = set(keys[shared].mentions)
         assert mentions == set(by_key(deterministic)[shared].mentions) | set(by_key(llm)[shared].mentions)
     assert edges_by_triple(llm).keys() <= edges_by_triple(both).keys()
+
+
+def test_each_llm_call_is_reported_as_progress(extractor: LLMExtractor) -> None:
+    seen: list[tuple[str, int, int]] = []
+    with progress.listening(lambda step, done, total: seen.append((step, done, total))):
+        extractor.extract(DOC, CHUNKS)
+    assert [(done, total) for _, done, total in seen] == [(i, len(CHUNKS)) for i in range(len(CHUNKS) + 1)]
+    assert {step for step, _, _ in seen} == {"extracting with the LLM"}

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tortus_pg import progress
 from tortus_pg.errors import ConfigError
 from tortus_pg.ingest.extract import concept_key, extract_concepts
 from tortus_pg.ingest.types import Chunk, Concept, Document, ExtractedEdge, Extraction, Mention
@@ -190,7 +191,8 @@ class LLMExtractor:
             graph.add_concept(title_concept)
         dropped: Counter[str] = Counter()
         failed = 0
-        for chunk in chunks:
+        for done, chunk in enumerate(chunks):
+            progress.report("extracting with the LLM", done, len(chunks))
             text = chunk.text[: self.max_chunk_chars]
             try:
                 answer = self.client.complete_json(
@@ -201,6 +203,7 @@ class LLMExtractor:
                 graph.warnings[f"chunk {chunk.index}: llm extraction failed: {exc}"] = None
                 continue
             self._ground(graph, chunk, text, answer, title_key, dropped)
+        progress.report("extracting with the LLM", len(chunks), len(chunks))
         for reason, count in dropped.items():
             if count:
                 graph.warnings[_DROPPED[reason](count)] = None
