@@ -71,7 +71,7 @@ def readings(url: str, path: Path, embedder: Embedder) -> list[Read]:
     dataset = load_dataset(path)
     recorder = Recorder(embedder)
     out: list[Read] = []
-    with connect(url) as conn, tenant_scope(conn, tenant_for(dataset.name)):
+    with connect(url) as conn, tenant_scope(conn, tenant_for(dataset)):
         for q in dataset.questions:
             expected = [x for x in (q.answer, *q.aliases) if x]
             if not expected or q.type in COMPARISON_TYPES:

@@ -45,7 +45,7 @@ def bench(
 ) -> None:
     """Time the query engine stage by stage (mean and p95 ms) on a dataset's questions, or with
     --answers count where its answers are lost; asked on the snapshot `tortus-pg eval` ingested
-    (tenant eval-<dataset>) or with --on-tenant on yours. With --scale, the scale suite instead
+    (tenant eval-<dataset>-<hash>) or with --on-tenant on yours. With --scale, the scale suite instead
     (docs/benchmarks.md): build tenants of those sizes and write a report."""
     if (scale is None) == (dataset_path is None):
         raise InvalidInput("give a dataset, or --scale SIZES for the scale suite (not both)")
@@ -59,7 +59,7 @@ def _on_dataset(ctx: typer.Context, dataset_path: Path, limit: int | None, on_te
     s = settings(ctx)
     dataset = load_dataset(dataset_path)
     asked = dataset.questions[:limit]
-    tenant = s.tenant if on_tenant else tenant_for(dataset.name)
+    tenant = s.tenant if on_tenant else tenant_for(dataset)
     embedder = make_embedder(s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
                              model=s.embed_model)
     with owner_connection(ctx) as conn:

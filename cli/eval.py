@@ -54,7 +54,7 @@ def eval_(
         "only those stating the answer (what the question names stays)."
     ),
 ) -> None:
-    """Run retrieval strategies side by side on one ingested snapshot of a dataset (tenant eval-<dataset>)."""
+    """Run retrieval strategies side by side on one ingested snapshot of a dataset (tenant eval-<dataset>-<hash>)."""
     s = settings(ctx)
     dataset = load_dataset(dataset_path)
     names = parse_names(strategies) if strategies else None
@@ -68,7 +68,7 @@ def eval_(
 
         def evaluate(ds: datasets.Dataset, run_names: list[str] | None, run_k: int | None,
                      resumed: int | None) -> runner.EvalRun:
-            tenant = runner.tenant_for(ds.name)
+            tenant = runner.tenant_for(ds)
             task = bar.add_task(f"corpus into {tenant}", total=None)
             prefix = runner.prepare(conn, ds, embedder, tenant, ts_config=s.text_search_config,
                                     on_progress=lambda done, total: bar.update(task, completed=done, total=total))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from collections.abc import Callable, Iterator
@@ -92,7 +93,7 @@ def db(url: str) -> Iterator[psycopg.Connection]:
 
 
 def prepared(conn: psycopg.Connection, dataset: Dataset, external: str | None = None) -> tuple[str, StrategyContext]:
-    tenant = runner.tenant_for(dataset.name)
+    tenant = runner.tenant_for(dataset)
     prefix = runner.prepare(conn, dataset, EMBEDDER, tenant)
     return tenant, StrategyContext(prefix, EMBEDDER, external_cmd=external)
 
@@ -111,8 +112,8 @@ def stored(conn: psycopg.Connection, tenant: str, run_id: int) -> list[tuple[Any
 
 
 def test_prepare_ingests_once_and_again_for_another_embedder(db: psycopg.Connection, dataset: Dataset) -> None:
-    tenant = runner.tenant_for(dataset.name)
-    assert tenant == "eval-tiny-hop"
+    tenant = runner.tenant_for(dataset)
+    assert re.fullmatch(r"eval-tiny-hop-[0-9a-f]{6}", tenant)
     assert runner.prepare(db, dataset, EMBEDDER, tenant) == "tiny-hop/"
     with tenant_scope(db, tenant):
         first = db.execute("select uri, source_id from tortus.source order by uri").fetchall()
@@ -404,3 +405,23 @@ def test_trec_files_score_as_the_report_does_in_ir_measures(url: str, tmp_path: 
         scores = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.R @ 5], qrels, run)
         assert scores[ir_measures.nDCG @ 10] == pytest.approx(doc["strategies"][strategy]["ndcg@10"], abs=1e-9)
         assert scores[ir_measures.R @ 5] == pytest.approx(doc["strategies"][strategy]["recall@5"], abs=1e-9)
+
+
+def test_two_sets_in_folders_of_one_name_keep_snapshots_of_their_own(db: psycopg.Connection, tmp_path: Path) -> None:
+    """Both sets are named `normalized` by their folders; evaluating one never replaces the
+    other's snapshot, and a second round ingests nothing."""
+    first = load_dataset(write_dataset(tmp_path / "hotpot" / "normalized"))
+    second = load_dataset(write_dataset(tmp_path / "musique" / "normalized"))
+    assert first.name == second.name == "normalized"
+    tenants = [runner.tenant_for(first), runner.tenant_for(second)]
+    assert tenants[0] != tenants[1] and all(t.startswith("eval-normalized-") for t in tenants)
+    assert runner.tenant_for(twins(first)) not in tenants
+
+    def snapshot(ds: Dataset, tenant: str) -> list[tuple[str, int]]:
+        runner.prepare(db, ds, EMBEDDER, tenant)
+        with tenant_scope(db, tenant):
+            return [(str(u), int(i)) for u, i in db.execute("select uri, source_id from tortus.source order by uri")]
+
+    made = [snapshot(first, tenants[0]), snapshot(second, tenants[1])]
+    assert [snapshot(first, tenants[0]), snapshot(second, tenants[1])] == made  # nothing ingested again
+

@@ -44,10 +44,14 @@ SNAPSHOT_KEY = "eval_snapshot"
 Progress = Callable[[int, int], None]
 
 
-def tenant_for(dataset_name: str) -> str:
-    """The tenant holding a dataset's snapshot: eval-<name> as a valid tenant id."""
-    slug = re.sub(r"[^a-z0-9_-]+", "-", dataset_name.lower()).strip("-_") or "dataset"
-    return f"eval-{slug}"[:63].rstrip("-_")
+def tenant_for(dataset: Dataset) -> str:
+    """The tenant holding a dataset's snapshot: eval-<name>-<hash>, a readable name and six hex
+    digits of the set's resolved corpus path (and name, so a set's twins differ from it). Two
+    sets kept in folders of the same name (`…/normalized/`) get snapshots of their own."""
+    slug = re.sub(r"[^a-z0-9_-]+", "-", dataset.name.lower()).strip("-_") or "dataset"
+    where = str(dataset.corpus_path.resolve()) if dataset.corpus_path is not None else ""
+    digest = hashlib.sha256(f"{dataset.name}\0{where}".encode()).hexdigest()[:6]
+    return f"eval-{slug}"[:55].rstrip("-_") + f"-{digest}"
 
 
 def _fingerprint(paths: Sequence[Path]) -> str:
