@@ -1,5 +1,5 @@
 """community_summary: a GraphRAG-style baseline. The tenant's chunks are partitioned into
-communities through the concepts they mention (label propagation with a size cap), each
+communities through the concepts they mention (Leiden, with a cap on community size), each
 community gets an extractive summary, and a question is routed to the communities whose
 summaries it resembles most; their chunks come first, in hybrid-search order."""
 
@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import igraph
+import leidenalg
 import numpy as np
 import numpy.typing as npt
 import psycopg
@@ -31,7 +33,6 @@ from tortus_pg.retrieve import MAX_K
 MAX_SIZE = 40  # chunks per community at most
 HUB_SHARE = 0.02  # concepts mentioned by more than this share of chunks do not link chunks
 MIN_HUB_DF = 10  # ... unless the corpus is so small that this many chunks is more than the share
-ROUNDS = 20
 SEED = 0
 LABELS = 8
 SENTENCES = 5
@@ -93,36 +94,34 @@ def _affinity(n: int, members: Sequence[IntArray]) -> _Graph:
     return _Graph(indptr, (keys % n).astype(np.int64), summed.astype(np.float64))
 
 
-def _propagate(graph: _Graph, n: int, max_size: int, seed: int) -> IntArray:
-    """Asynchronous label propagation: each chunk in a seeded order takes the label with the
-    largest affinity among those with room left (its own label always has room), keeping its
-    own on a tie, otherwise the tie goes to a seeded priority. Stops when nothing moves."""
-    rng = np.random.default_rng(seed)
-    order, priority = rng.permutation(n), rng.permutation(n)
-    labels = np.arange(n, dtype=np.int64)
-    sizes = np.ones(n, dtype=np.int64)
-    for _ in range(ROUNDS):
-        moved = 0
-        for i in order:
-            lo, hi = graph.indptr[i], graph.indptr[i + 1]
-            if lo == hi:
-                continue
-            own = labels[i]
-            candidates, inverse = np.unique(labels[graph.nbr[lo:hi]], return_inverse=True)
-            score = np.bincount(inverse, weights=graph.weight[lo:hi])
-            score[(sizes[candidates] >= max_size) & (candidates != own)] = -1.0
-            best = score.max()
-            tied = candidates[score >= best - 1e-9 * best]
-            if best <= 0 or own in tied:
-                continue
-            chosen = tied[np.argmax(priority[tied])]
-            sizes[own] -= 1
-            sizes[chosen] += 1
-            labels[i] = chosen
-            moved += 1
-        if not moved:
-            break
+def _partition(graph: _Graph, n: int, max_size: int, seed: int) -> IntArray:
+    """Leiden communities of the affinity graph (modularity, weighted), split again, as GraphRAG's
+    hierarchical Leiden does, until none has more than `max_size` chunks; a community Leiden
+    will not split is cut in node order. A chunk linked to nothing is alone."""
+    src = np.repeat(np.arange(n), np.diff(graph.indptr))
+    upper = src < graph.nbr  # each undirected link once
+    whole = igraph.Graph(n=n, edges=list(zip(src[upper].tolist(), graph.nbr[upper].tolist(), strict=True)),
+                         edge_attrs={"weight": graph.weight[upper].tolist()})
+    labels = np.zeros(n, dtype=np.int64)
+    pending, made = _leiden(whole, np.arange(n), seed), 0
+    while pending:
+        members = pending.pop()
+        if len(members) > max_size:
+            parts = _leiden(whole.induced_subgraph(members.tolist()), members, seed)
+            if len(parts) == 1:  # Leiden keeps them together
+                parts = [members[i:i + max_size] for i in range(0, len(members), max_size)]
+            pending.extend(parts)
+            continue
+        labels[members] = made
+        made += 1
     return labels
+
+
+def _leiden(sub: igraph.Graph, members: IntArray, seed: int) -> list[IntArray]:
+    """The communities Leiden finds among `members` (their induced subgraph), as member arrays."""
+    found = leidenalg.find_partition(sub, leidenalg.ModularityVertexPartition, weights="weight", seed=seed)
+    membership = np.asarray(found.membership, dtype=np.int64)
+    return [members[membership == c] for c in np.unique(membership)]
 
 
 def first_sentence(text: str) -> str:
@@ -169,7 +168,7 @@ def communities(
     max_df = max(min_hub_df, math.floor(hub_share * n))
     linking = {c: np.array(sorted(set(m)), dtype=np.int64) for c, m in mentioned.items() if len(set(m)) <= max_df}
     graph = _affinity(n, [m for m in linking.values() if len(m) > 1])
-    labels = _propagate(graph, n, max_size, seed)
+    labels = _partition(graph, n, max_size, seed)
     # Centrality: affinity to the rest of the chunk's own community.
     src = np.repeat(np.arange(n), np.diff(graph.indptr))
     inside = labels[src] == labels[graph.nbr]
