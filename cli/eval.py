@@ -82,6 +82,12 @@ def eval_(
         evaluation = evaluate(dataset, names, k, resume)
         twin_run = evaluate(twin_set, list(evaluation.config["strategies"]), int(evaluation.config["k"]), None) \
             if twin_set is not None else None
+    _show(evaluation, twin_run, json_out, trec_run)
+
+
+def _show(evaluation: runner.EvalRun, twin_run: runner.EvalRun | None, json_out: Path | None,
+          trec_run: Path | None) -> None:
+    """Print the run's summary (and its twins' curves), and write the JSON and TREC files asked for."""
     doc = runner.document(evaluation)
     print_summary(doc)
     if twin_run is not None:

@@ -30,6 +30,16 @@ def server() -> Iterator[FakeOpenAI]:
         yield state
 
 
+@pytest.fixture
+def url(fresh_db: Callable[..., str], tmp_path: Path) -> str:
+    """A migrated database of the test's own, and the documents to ingest in tmp_path."""
+    for name, text in DOCS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    made = fresh_db()
+    migrate.upgrade(made)
+    return made
+
+
 def _ingest(url: str, root: Path, embedder: OpenAIEmbedder) -> dict[str, int]:
     with connect(url) as conn:
         create_tenant(conn, "costs")
@@ -39,13 +49,7 @@ def _ingest(url: str, root: Path, embedder: OpenAIEmbedder) -> dict[str, int]:
         return {r.uri.rsplit("/", 1)[-1]: r.source_id for r in summary.results}
 
 
-def test_ingest_and_questions_are_costed_step_by_step(
-    fresh_db: Callable[..., str], tmp_path: Path, server: FakeOpenAI,
-) -> None:
-    for name, text in DOCS.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    url = fresh_db()
-    migrate.upgrade(url)
+def test_ingest_and_questions_are_costed_step_by_step(url: str, tmp_path: Path, server: FakeOpenAI) -> None:
     embedder = OpenAIEmbedder(server.base_url, "sk-test", "test-embed", dim=64)
     ids = _ingest(url, tmp_path, embedder)
     # The fake server counts one token per word embedded, as a paid API would bill them.
@@ -70,13 +74,7 @@ def test_ingest_and_questions_are_costed_step_by_step(
             assert other.execute("select count(*) from tortus.cost_ledger").fetchone() == (0,)
 
 
-def test_sources_show_prints_what_the_source_cost(
-    fresh_db: Callable[..., str], tmp_path: Path, server: FakeOpenAI,
-) -> None:
-    for name, text in DOCS.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    url = fresh_db()
-    migrate.upgrade(url)
+def test_sources_show_prints_what_the_source_cost(url: str, tmp_path: Path, server: FakeOpenAI) -> None:
     ids = _ingest(url, tmp_path, OpenAIEmbedder(server.base_url, "sk-test", "test-embed", dim=64))
     with connect(url) as conn, tenant_scope(conn, "costs") as scoped:
         uri = scoped.execute("select uri from tortus.source where source_id = %s", [ids["billing.md"]]).fetchone()[0]  # type: ignore[index]
