@@ -3,12 +3,12 @@ TCP and calls the analysts' SQL functions in its tenant; without a password noth
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+from ports import free_port
 from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
@@ -19,12 +19,6 @@ from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
@@ -33,7 +27,7 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.slow
 def test_a_login_with_a_password_reaches_its_tenant_over_tcp_and_nothing_else_does(workspace: Path) -> None:
-    port = _free_port()
+    port = free_port()
     started = CliRunner().invoke(app, ["--workspace", str(workspace), "db", "start", "--port", str(port)],
                                  env={"TORTUS_DATABASE_URL": ""})
     assert started.exit_code == 0, started.output

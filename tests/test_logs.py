@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ports import free_port
 from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
@@ -61,14 +61,9 @@ def test_the_cli_takes_its_level_from_the_flags_and_prints_its_version() -> None
     assert bad.exit_code != 0 and "unknown log level 'loud'" in bad.output
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def test_serve_logs_json_lines_its_requests_included(db_url: str, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "TORTUS_DATABASE_URL": db_url, "TORTUS_EMBEDDER": "hash", "TORTUS_HOME": str(tmp_path)}
     server = subprocess.Popen([sys.executable, "-m", "tortus_pg.cli.main", "serve", "--port", str(port)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

