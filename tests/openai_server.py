@@ -6,6 +6,8 @@ with scripted contents. Failures are scripted per request, and every request is 
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import threading
 import time
@@ -43,8 +45,12 @@ class FakeOpenAI:
     # Chat answers in order; the last one repeats.
     contents: list[str] = field(default_factory=lambda: ['{"ok": true}'])
     slow_s: float = 0.5
-    retry_after: str | None = "0"
+    # Sent with every retryable status (408, 409, 429, 5xx), so the clients' retries are quick.
+    retry_after: str | None = "0.01"
+    latency_s: float = 0.0  # added to every answer, as a remote API's round trip would be
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    most_in_flight: int = 0  # the most requests being answered at one time
 
     def fail(self, *steps: int | str) -> None:
         """Queue failures for the next requests."""
@@ -57,12 +63,23 @@ class FakeOpenAI:
 
     def answer(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
         with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return self._answer(path, headers, body)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _answer(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+        with self.lock:
             self.requests.append(Request(path, headers, body))
             step = self.script.popleft() if self.script else None
             chat_turn = sum(r.path.endswith("/chat/completions") for r in self.requests) - 1
         if step == "slow":
             time.sleep(self.slow_s)
             step = None
+        time.sleep(self.latency_s)
         if isinstance(step, int):
             return step, {"error": {"message": f"scripted {step}", "type": "scripted"}}
         if self.api_key and headers.get("authorization") != f"Bearer {self.api_key}":
@@ -107,7 +124,7 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             data = json.dumps(reply).encode()
             try:
                 self.send_response(status)
-                if status == 429 and state.retry_after is not None:
+                if (status in (408, 409, 429) or status >= 500) and state.retry_after is not None:
                     self.send_header("Retry-After", state.retry_after)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -137,3 +154,19 @@ def openai_server(**options: Any) -> Iterator[FakeOpenAI]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+def main() -> None:
+    """Serve until interrupted, printing the base URL first (for benchmarks/openai_embed.py)."""
+    parser = argparse.ArgumentParser(description="A local OpenAI-compatible server for tests and benchmarks.")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="added to every answer")
+    parser.add_argument("--dim", type=int, default=384, help="embedding dimension")
+    args = parser.parse_args()
+    with openai_server(latency_s=args.latency_ms / 1000, dim=args.dim) as state:
+        print(state.base_url, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from tortus_pg import migrate
 from tortus_pg.db import connect, tenant_scope
-from tortus_pg.embed import OpenAIEmbedder
 from tortus_pg.engine import answer
 from tortus_pg.ingest import pipeline, sources
+from tortus_pg.openai_embed import OpenAIEmbedder
 from tortus_pg.tenants import create_tenant
 
 DOCS = {"billing.md": "# Billing Service\n\nThe Billing Service is owned by the Ledger Team. It retries a failed "

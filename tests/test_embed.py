@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -17,11 +18,11 @@ from tortus_pg.embed import (
     EmbedderUnavailable,
     HashEmbedder,
     MiniLMEmbedder,
-    OpenAIEmbedder,
     make_embedder,
 )
 from tortus_pg.errors import ConfigError
-from tortus_pg.openai_http import EndpointError, InvalidOutput, backoff_delay
+from tortus_pg.openai_client import EndpointError, InvalidOutput
+from tortus_pg.openai_embed import OpenAIEmbedder
 
 KEY = "sk-test-0123456789"
 
@@ -37,7 +38,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def client(server: FakeOpenAI, **options: object) -> OpenAIEmbedder:
-    settings: dict[str, object] = {"batch_size": 4, "backoff_s": 0.0, "max_retries": 2}
+    settings: dict[str, object] = {"batch_size": 4, "max_retries": 2}
     settings.update(options)
     return OpenAIEmbedder(server.base_url, KEY, "test-embed", **settings)  # type: ignore[arg-type]
 
@@ -119,8 +120,8 @@ def test_openai_embedder_batches_in_order_with_bearer_key(server: FakeOpenAI) ->
     expected = HashEmbedder(32).embed(texts)
     assert all(v == pytest.approx(e) for v, e in zip(vectors, expected, strict=True))
     bodies = server.bodies("/v1/embeddings")
-    assert [len(b["input"]) for b in bodies] == [4, 4, 2]
-    assert [t for b in bodies for t in b["input"]] == texts
+    # Batches may arrive in any order (several are in flight); each keeps its texts' order.
+    assert sorted(b["input"] for b in bodies) == [texts[0:4], texts[4:8], texts[8:10]]
     assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {KEY}"}
     assert all(b["model"] == "test-embed" and "dimensions" not in b for b in bodies)
     assert (embedder.ledger.requests, embedder.ledger.retries) == (3, 0)
@@ -204,7 +205,7 @@ def test_openai_embedder_never_shows_the_api_key(server: FakeOpenAI) -> None:
 def test_openai_embedder_reports_unreachable_server() -> None:
     with openai_server() as gone:
         url = gone.base_url
-    with OpenAIEmbedder(url, KEY, "m", max_retries=1, backoff_s=0.0) as embedder, \
+    with OpenAIEmbedder(url, KEY, "m", max_retries=1) as embedder, \
             pytest.raises(EndpointError, match="cannot reach .*gave up after 2 attempts"):
         embedder.embed(["a"])
 
@@ -213,14 +214,6 @@ def test_openai_embedder_embeds_nothing_without_a_request(server: FakeOpenAI) ->
     with client(server, dim=32) as embedder:
         assert embedder.embed([]) == []
     assert server.requests == []
-
-
-def test_backoff_grows_exponentially_and_honours_retry_after() -> None:
-    delays = [backoff_delay(n, 1.0, 100.0, None) for n in (1, 2, 3, 4)]
-    assert all(0.5 <= d / 2 ** (n - 1) <= 1.0 for n, d in enumerate(delays, 1)), delays
-    assert backoff_delay(1, 1.0, 8.0, 3.0) == 3.0
-    assert backoff_delay(1, 1.0, 8.0, 120.0) == 8.0
-    assert backoff_delay(10, 1.0, 8.0, None) <= 8.0
 
 
 def test_openai_embedder_waits_as_long_as_the_server_asks(server: FakeOpenAI) -> None:
@@ -238,3 +231,27 @@ def test_config_errors_for_bad_settings() -> None:
     with pytest.raises(ConfigError, match="batch size"):
         OpenAIEmbedder(batch_size=0)
 
+
+
+def test_openai_embedder_keeps_at_most_concurrency_requests_in_flight(server: FakeOpenAI) -> None:
+    server.latency_s = 0.05
+    texts = [f"text {i}" for i in range(40)]
+    with client(server, concurrency=3) as embedder:
+        vectors = embedder.embed(texts)
+    assert vectors == [pytest.approx(v) for v in HashEmbedder(32).embed(texts)], "input order kept"
+    assert len(server.requests) == 10 and server.most_in_flight == 3
+
+
+def test_openai_embedder_works_inside_a_running_event_loop(server: FakeOpenAI) -> None:
+    async def inside() -> list[list[float]]:
+        with client(server) as embedder:
+            return embedder.embed(["from a coroutine"])
+
+    assert len(asyncio.run(inside())[0]) == 32
+
+
+def test_openai_embedder_stops_at_the_first_failed_batch(server: FakeOpenAI) -> None:
+    server.fail(400)
+    with client(server, concurrency=1) as embedder, pytest.raises(EndpointError, match="HTTP 400"):
+        embedder.embed([f"text {i}" for i in range(40)])
+    assert len(server.requests) < 10, "batches not yet sent are cancelled"

@@ -4,38 +4,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from openai_server import USAGE, FakeOpenAI, openai_server
+from pydantic import Field
 
 from tortus_pg.errors import InvalidInput
-from tortus_pg.jsoncheck import schema_errors
-from tortus_pg.llm import ChatClient, EndpointError, TokenLedger
-from tortus_pg.openai_http import InvalidOutput
+from tortus_pg.llm import Answer, ChatClient, EndpointError, TokenLedger, strict_schema
+from tortus_pg.openai_client import InvalidOutput
 
 KEY = "sk-chat-test-key"
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "concepts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "label": {"type": "string", "minLength": 1},
-                    "kind": {"enum": ["entity", "claim", "event"]},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                },
-                "required": ["label", "kind", "confidence"],
-                "additionalProperties": False,
-            },
-        },
-        "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-    },
-    "required": ["concepts", "note"],
-    "additionalProperties": False,
-}
+
+
+class Concept(Answer):
+    label: str = Field(min_length=1)
+    kind: Literal["entity", "claim", "event"]
+    confidence: float = Field(ge=0, le=1)
+
+
+class Concepts(Answer):
+    concepts: list[Concept]
+    note: str | None
+
+
 GOOD = {"concepts": [{"label": "pgvector", "kind": "entity", "confidence": 0.9}], "note": None}
 
 
@@ -47,13 +39,14 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def chat(server: FakeOpenAI) -> Iterator[ChatClient]:
-    with ChatClient(server.base_url, KEY, "test-chat", max_retries=2, backoff_s=0.0) as client:
+    with ChatClient(server.base_url, KEY, "test-chat", max_retries=2) as client:
         yield client
 
 
 def ask(chat: ChatClient) -> dict[str, Any]:
-    return chat.complete_json("Extract concepts.", "pgvector adds vectors.", SCHEMA,
-                              schema_name="concepts")
+    answer = chat.complete_json("Extract concepts.", "pgvector adds vectors.", Concepts,
+                                schema_name="concepts")
+    return answer.model_dump()
 
 
 def test_complete_json_sends_a_strict_json_schema_request(
@@ -71,7 +64,7 @@ def test_complete_json_sends_a_strict_json_schema_request(
         ],
         "response_format": {
             "type": "json_schema",
-            "json_schema": {"name": "concepts", "schema": SCHEMA, "strict": True},
+            "json_schema": {"name": "concepts", "schema": strict_schema(Concepts), "strict": True},
         },
     }
 
@@ -117,7 +110,8 @@ def test_complete_json_rejects_answers_that_break_the_schema(
         ask(chat)
     message = str(caught.value)
     assert "does not match schema concepts" in message
-    assert "missing required key 'note'" in message
+    assert "concepts[0].kind: Input should be 'entity', 'claim' or 'event'" in message
+    assert "note: Field required" in message
     assert "gave up after 3 attempts" in message
     assert len(server.requests) == 3
 
@@ -149,7 +143,7 @@ def test_complete_json_does_not_retry_client_errors(server: FakeOpenAI, chat: Ch
 
 def test_complete_json_checks_the_schema_name(chat: ChatClient) -> None:
     with pytest.raises(InvalidInput, match="schema name"):
-        chat.complete_json("s", "u", SCHEMA, schema_name="has spaces")
+        chat.complete_json("s", "u", Concepts, schema_name="has spaces")
 
 
 def test_token_ledger_ignores_missing_usage() -> None:
@@ -160,28 +154,33 @@ def test_token_ledger_ignores_missing_usage() -> None:
     assert (ledger.prompt_tokens, ledger.completion_tokens, ledger.requests) == (6, 2, 0)
 
 
+def test_strict_schema_closes_every_object_and_requires_every_field() -> None:
+    schema = strict_schema(Concepts)
+    item = schema["$defs"]["Concept"]
+    for obj in (schema, item):
+        assert obj["additionalProperties"] is False and obj["required"] == list(obj["properties"])
+    assert item["properties"]["kind"]["enum"] == ["entity", "claim", "event"]
+    assert schema["properties"]["concepts"]["items"] == {"$ref": "#/$defs/Concept"}
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
-        (GOOD, None),
-        ({**GOOD, "extra": 1}, "$: unexpected key 'extra'"),
-        ({**GOOD, "note": 3}, "$.note: matches none of the anyOf choices"),
-        ({"concepts": "x", "note": None}, "$.concepts: expected array, got str"),
+        ({**GOOD, "extra": 1}, "extra: Extra inputs are not permitted"),
+        ({**GOOD, "note": 3}, "note: Input should be a valid string"),
+        ({"concepts": "x", "note": None}, "concepts: Input should be a valid list"),
         ({"concepts": [{"label": "", "kind": "entity", "confidence": 1}], "note": "n"},
-         "$.concepts[0].label: 0 characters is below the minLength of 1"),
+         "concepts[0].label: String should have at least 1 character"),
         ({"concepts": [{"label": "a", "kind": "entity", "confidence": True}], "note": None},
-         "$.concepts[0].confidence: expected number, got bool"),
+         "concepts[0].confidence: Input should be a valid number"),
+        ({"concepts": [{"label": "a", "kind": "entity", "confidence": "0.5"}], "note": None},
+         "concepts[0].confidence: Input should be a valid number"),
     ],
 )
-def test_schema_errors_name_the_path_of_each_problem(value: Any, problem: str | None) -> None:
-    errors = schema_errors(value, SCHEMA)
-    if problem is None:
-        assert errors == []
-    else:
-        assert any(e.startswith(problem) for e in errors), errors
-
-
-def test_schema_errors_follow_local_refs() -> None:
-    schema = {"$defs": {"n": {"type": "integer"}}, "type": "array", "items": {"$ref": "#/$defs/n"}}
-    assert schema_errors([1, 2], schema) == []
-    assert schema_errors([1, 2.5], schema) == ["$[1]: expected integer, got float"]
+def test_answers_breaking_the_model_name_the_path_of_each_problem(
+    server: FakeOpenAI, chat: ChatClient, value: Any, problem: str
+) -> None:
+    server.contents = [json.dumps(value)]
+    with pytest.raises(InvalidOutput) as caught:
+        ask(chat)
+    assert problem in str(caught.value)

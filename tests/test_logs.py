@@ -12,12 +12,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from openai_server import openai_server
 from ports import free_port
 from tortus_pg.cli.main import app
 from typer.testing import CliRunner
 
 from tortus_pg import __version__, logs
 from tortus_pg.errors import InvalidInput
+from tortus_pg.openai_embed import OpenAIEmbedder
 
 log = logging.getLogger("tortus_pg.test")
 
@@ -47,6 +49,16 @@ def test_configuring_again_replaces_the_handler_and_text_goes_to_stderr(capsys: 
     assert not out.err.lstrip().startswith("{")  # one handler: no JSON copy of the line
     with pytest.raises(InvalidInput, match="unknown log level 'loud': use one of debug, info, warning, error"):
         logs.configure("loud")
+
+
+def test_retries_of_an_openai_compatible_endpoint_are_logged_at_info(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure("info", logs.LogFormat.JSON)
+    with openai_server() as server, OpenAIEmbedder(server.base_url, None, "m", max_retries=1) as embedder:
+        server.fail(503)
+        embedder.embed(["retried once"])
+    events = [json.loads(line) for line in capsys.readouterr().err.strip().splitlines()]
+    retries = [e for e in events if e["logger"].startswith("openai") and "retry 1 of 1" in e["message"]]
+    assert len(retries) == 1 and retries[0]["level"] == "info"
 
 
 def test_the_cli_takes_its_level_from_the_flags_and_prints_its_version() -> None:

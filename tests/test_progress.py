@@ -6,9 +6,9 @@ import psycopg
 
 from tortus_pg import progress, tenants
 from tortus_pg.db import tenant_scope
-from tortus_pg.embed import HashEmbedder
+from tortus_pg.embed import PROGRESS_EVERY, HashEmbedder
 from tortus_pg.indexing import INDEX_STAGES, build_index
-from tortus_pg.ingest.embeddings import PROGRESS_EVERY, embed_cached
+from tortus_pg.ingest.embeddings import embed_cached
 
 
 def test_embedding_reports_each_slice_and_cached_texts_report_nothing(conn: psycopg.Connection) -> None:

@@ -167,7 +167,7 @@ def test_llm_claims_are_checked_against_the_evidence_they_cite(db: psycopg.Conne
         ("Key Vault is owned by the Platform Team.", [2]),
         ("Key Vault is owned by the Platform Team.", [1]),  # cites the wrong evidence
     )
-    with openai_server(contents=[reply]) as server, ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+    with openai_server(contents=[reply]) as server, ChatClient(server.base_url, None, "chat") as chat:
         out = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         prompt = server.bodies("/v1/chat/completions")[0]["messages"][1]["content"]
     assert "[1] " + CLAUSE in prompt and "[2] " + OWNER in prompt
@@ -181,7 +181,7 @@ def test_llm_without_a_supported_claim_or_saying_unanswerable_withholds(db: psyc
     unsupported = llm_answer(("The vault is run by the Treasury Team.", [2]))
     unanswerable = llm_answer(answerable=False)
     with openai_server(contents=[unsupported, unanswerable]) as server, \
-            ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+            ChatClient(server.base_url, None, "chat") as chat:
         first = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         second = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
     assert first.withheld and first.claims[0]["support"] == "unsupported"
@@ -193,7 +193,7 @@ def test_llm_claims_must_give_the_kind_of_answer_asked_for(db: psycopg.Connectio
     dated = llm_answer(("Signing keys must be rotated at least every 90 days.", [1]))
     rotated = ask(db, "How often must signing keys be rotated?")
     with openai_server(contents=[vague, dated]) as server, \
-            ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+            ChatClient(server.base_url, None, "chat") as chat:
         first = synthesize(db, rotated, EVIDENCE, synthesizer=LLMSynthesizer(chat))
         second = synthesize(db, rotated, EVIDENCE, synthesizer=LLMSynthesizer(chat))
     assert first.withheld and first.claims[0]["support"] == "supported"
@@ -203,7 +203,7 @@ def test_llm_claims_must_give_the_kind_of_answer_asked_for(db: psycopg.Connectio
 
 def test_refusal_comes_before_the_model_is_asked(db: psycopg.Connection) -> None:
     with openai_server(contents=[llm_answer(("anything", [1]))]) as server, \
-            ChatClient(server.base_url, None, "chat", backoff_s=0) as chat:
+            ChatClient(server.base_url, None, "chat") as chat:
         out = synthesize(db, ask(db, "What does error E-1099 mean?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         asked = server.bodies("/v1/chat/completions")
     assert out.withheld and asked == []

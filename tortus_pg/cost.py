@@ -18,7 +18,7 @@ from tortus_pg import telemetry
 
 
 class Spent(Protocol):
-    """What a client has spent so far (`openai_http.TokenLedger`)."""
+    """What a client has spent so far (`openai_client.TokenLedger`)."""
 
     @property
     def total_tokens(self) -> int: ...

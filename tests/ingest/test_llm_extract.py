@@ -8,19 +8,19 @@ from typing import Any
 
 import pytest
 from openai_server import USAGE, FakeOpenAI, openai_server
+from pydantic import ValidationError
 
 from tortus_pg import progress
 from tortus_pg.ingest.extract import concept_key, extract_concepts
 from tortus_pg.ingest.llm_extract import (
     EDGE_TYPES,
-    EXTRACTION_SCHEMA,
     NODE_KINDS,
+    ExtractionAnswer,
     LLMExtractor,
     merged,
 )
 from tortus_pg.ingest.types import Chunk, Concept, Document, ExtractedEdge, Extraction, Mention
-from tortus_pg.jsoncheck import schema_errors
-from tortus_pg.llm import ChatClient
+from tortus_pg.llm import ChatClient, strict_schema
 
 CHAT = "/v1/chat/completions"
 PARAGRAPHS = (
@@ -79,7 +79,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def extractor(server: FakeOpenAI) -> Iterator[LLMExtractor]:
-    with ChatClient(server.base_url, None, "test-chat", max_retries=2, backoff_s=0.0) as client:
+    with ChatClient(server.base_url, None, "test-chat", max_retries=2) as client:
         yield LLMExtractor(client)
 
 
@@ -208,7 +208,7 @@ def test_ungrounded_entities_and_relations_are_dropped_with_warnings(
 
 def test_entities_over_the_limit_are_dropped(server: FakeOpenAI) -> None:
     server.contents = [answer([entity("Payments Service"), entity("Ledger API"), entity("card charge")]), EMPTY]
-    with ChatClient(server.base_url, None, "m", backoff_s=0.0) as client:
+    with ChatClient(server.base_url, None, "m") as client:
         ex = LLMExtractor(client, max_entities=2).extract(DOC, CHUNKS, title="")
     assert [c.key for c in ex.concepts] == ["payments service", "ledger api"]
     assert ex.warnings == ("1 entity over the per-chunk limit was dropped",)
@@ -284,7 +284,7 @@ def test_token_ledger_counts_what_the_server_reported(server: FakeOpenAI, extrac
 
 
 def test_each_chunk_is_one_request_carrying_the_strict_schema(server: FakeOpenAI) -> None:
-    with ChatClient(server.base_url, None, "test-chat", backoff_s=0.0) as client:
+    with ChatClient(server.base_url, None, "test-chat") as client:
         LLMExtractor(client, max_chunk_chars=40).extract(DOC, CHUNKS)
     bodies = server.bodies(CHAT)
     assert len(bodies) == len(CHUNKS)
@@ -292,7 +292,7 @@ def test_each_chunk_is_one_request_carrying_the_strict_schema(server: FakeOpenAI
         assert body["model"] == "test-chat"
         assert body["response_format"] == {
             "type": "json_schema",
-            "json_schema": {"name": "tortus_extraction", "schema": EXTRACTION_SCHEMA, "strict": True},
+            "json_schema": {"name": "tortus_extraction", "schema": strict_schema(ExtractionAnswer), "strict": True},
         }
         system, user = body["messages"]
         assert system["role"] == "system" and "verbatim" in system["content"]
@@ -303,7 +303,7 @@ def test_each_chunk_is_one_request_carrying_the_strict_schema(server: FakeOpenAI
 
 def test_grounding_only_looks_at_the_text_the_model_saw(server: FakeOpenAI) -> None:
     server.contents = [answer([entity("Payments Service"), entity("card charge")]), EMPTY]
-    with ChatClient(server.base_url, None, "m", backoff_s=0.0) as client:
+    with ChatClient(server.base_url, None, "m") as client:
         ex = LLMExtractor(client, max_chunk_chars=40).extract(DOC, CHUNKS, title="")
     assert [c.key for c in ex.concepts] == ["payments service"]
     assert ex.warnings == ("1 entity not found in its chunk was dropped",)
@@ -314,32 +314,22 @@ def test_no_chunks_means_no_requests(server: FakeOpenAI, extractor: LLMExtractor
     assert server.requests == []
 
 
-def strict_objects(schema: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(schema, dict):
-        if schema.get("type") == "object":
-            yield schema
-        for value in schema.values():
-            yield from strict_objects(value)
-    elif isinstance(schema, list):
-        for value in schema:
-            yield from strict_objects(value)
-
-
 def test_extraction_schema_is_strict_and_lists_the_allowed_kinds_and_types() -> None:
-    objects = list(strict_objects(EXTRACTION_SCHEMA))
+    schema = strict_schema(ExtractionAnswer)
+    objects = [schema, *schema["$defs"].values()]
     assert len(objects) == 3
     for obj in objects:
         assert obj["additionalProperties"] is False and obj["required"] == list(obj["properties"])
-    items = EXTRACTION_SCHEMA["properties"]
-    assert items["entities"]["items"]["properties"]["kind"]["enum"] == [
+    assert schema["$defs"]["Entity"]["properties"]["kind"]["enum"] == [
         "concept", "entity", "claim", "api", "decision", "event"
     ]  # fmt: skip
-    assert set(items["relations"]["items"]["properties"]["type"]["enum"]) == {
+    assert set(schema["$defs"]["Relation"]["properties"]["type"]["enum"]) == {
         "supports", "contradicts", "depends_on", "caused_by", "implements", "related_to", "part_of",
         "defines", "same_as", "cites", "owned_by", "affects", "supersedes",
     }  # fmt: skip
-    assert schema_errors(json.loads(SECOND), EXTRACTION_SCHEMA) == []
-    assert schema_errors({"entities": [entity("x", "chunk")], "relations": []}, EXTRACTION_SCHEMA)
+    ExtractionAnswer.model_validate_json(SECOND)
+    with pytest.raises(ValidationError, match="kind"):
+        ExtractionAnswer.model_validate({"entities": [entity("x", "chunk")], "relations": []})
 
 
 def edge(src: str, dst: str, type_: str, confidence: float, rule: str) -> ExtractedEdge:

@@ -8,15 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import psycopg
 
-from tortus_pg import progress
 from tortus_pg.embed import Embedder
 
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-PROGRESS_EVERY = 64  # texts embedded between two progress reports
 
 
 def embed_cached(conn: psycopg.Connection, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
@@ -31,11 +27,7 @@ def embed_cached(conn: psycopg.Connection, embedder: Embedder, texts: Sequence[s
     missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
     if missing:
         wanted = list(missing.values())
-        fresh: list[list[float]] = []
-        # A slice at a time, so a large document's embedding shows progress as it goes.
-        for start in range(0, len(wanted), PROGRESS_EVERY):
-            fresh.extend(embedder.embed(wanted[start:start + PROGRESS_EVERY]))
-            progress.report("embedding", len(fresh), len(wanted))
+        fresh = embedder.embed(wanted)  # embedders report their own progress as they go
         new_rows = [(h, np.asarray(v, dtype=np.float32)) for h, v in zip(missing, fresh, strict=True)]
         with conn.cursor() as cur:
             cur.executemany(

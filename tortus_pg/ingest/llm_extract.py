@@ -15,58 +15,47 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, get_args
+
+from pydantic import Field
 
 from tortus_pg import progress
 from tortus_pg.errors import ConfigError
 from tortus_pg.ingest.extract import concept_key, extract_concepts
 from tortus_pg.ingest.types import Chunk, Concept, Document, ExtractedEdge, Extraction, Mention
-from tortus_pg.llm import ChatClient, EndpointError, TokenLedger
+from tortus_pg.llm import Answer, ChatClient, EndpointError, TokenLedger
 
-NODE_KINDS = ("concept", "entity", "claim", "api", "decision", "event")
-EDGE_TYPES = (
+NodeKind = Literal["concept", "entity", "claim", "api", "decision", "event"]
+EdgeType = Literal[
     "supports", "contradicts", "depends_on", "caused_by", "implements", "related_to", "part_of",
     "defines", "same_as", "cites", "owned_by", "affects", "supersedes",
-)  # fmt: skip
+]  # fmt: skip
+NODE_KINDS: tuple[str, ...] = get_args(NodeKind)
+EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
 _SYMMETRIC = frozenset({"related_to", "same_as"})
 SCHEMA_NAME = "tortus_extraction"
 
 
-def _strict_object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+class Entity(Answer):
+    name: str = Field(description="exactly as written in the chunk")
+    kind: NodeKind
 
 
-# No numeric bounds on confidence: an answer with 1.2 is clamped rather than re-asked for.
-EXTRACTION_SCHEMA: dict[str, Any] = _strict_object(
-    {
-        "entities": {
-            "type": "array",
-            "items": _strict_object(
-                {
-                    "name": {"type": "string", "description": "exactly as written in the chunk"},
-                    "kind": {"type": "string", "enum": list(NODE_KINDS)},
-                }
-            ),
-        },
-        "relations": {
-            "type": "array",
-            "items": _strict_object(
-                {
-                    "source": {"type": "string", "description": "an entity name"},
-                    "type": {"type": "string", "enum": list(EDGE_TYPES)},
-                    "target": {"type": "string", "description": "an entity name"},
-                    "evidence": {"type": "string", "description": "a verbatim quote from the chunk"},
-                    "confidence": {"type": "number", "description": "0 to 1"},
-                }
-            ),
-        },
-    }
-)
+class Relation(Answer):
+    source: str = Field(description="an entity name")
+    type: EdgeType
+    target: str = Field(description="an entity name")
+    evidence: str = Field(description="a verbatim quote from the chunk")
+    # No bounds: an answer with 1.2 is clamped rather than asked for again.
+    confidence: float = Field(description="0 to 1")
+
+
+class ExtractionAnswer(Answer):
+    """What the model is asked for, per chunk."""
+
+    entities: list[Entity]
+    relations: list[Relation]
+
 
 SYSTEM_PROMPT = """\
 You build a knowledge graph from one chunk of a document. Use only what the chunk says.
@@ -196,7 +185,7 @@ class LLMExtractor:
             text = chunk.text[: self.max_chunk_chars]
             try:
                 answer = self.client.complete_json(
-                    self._system, _user_message(text, chunk, title), EXTRACTION_SCHEMA, schema_name=SCHEMA_NAME
+                    self._system, _user_message(text, chunk, title), ExtractionAnswer, schema_name=SCHEMA_NAME
                 )
             except EndpointError as exc:
                 failed += 1
@@ -214,16 +203,16 @@ class LLMExtractor:
         graph: _Graph,
         chunk: Chunk,
         text: str,
-        answer: dict[str, Any],
+        answer: ExtractionAnswer,
         title_key: str,
         dropped: Counter[str],
     ) -> None:
         """Add what the chunk text backs of one answer to `graph`; count the rest in `dropped`."""
-        entities: list[dict[str, Any]] = answer["entities"]
+        entities = answer.entities
         dropped["over_limit"] += max(0, len(entities) - self.max_entities)
         keys: dict[str, str] = {}  # unfolded and folded key of each grounded name -> concept key
         for entity in entities[: self.max_entities]:
-            name, kind = entity["name"], entity["kind"]
+            name, kind = entity.name, entity.kind
             key = concept_key(name, fold_plural=_is_phrase(name, kind))
             spans = _find_name(name, text) if key else []
             if not spans and key and key == title_key:
@@ -236,21 +225,21 @@ class LLMExtractor:
             first = text[spans[0][0] : spans[0][1]]
             mentions = tuple(Mention(chunk.index, chunk.start + s, chunk.start + e) for s, e in spans)
             graph.add_concept(Concept(key, " ".join(first.split()), kind, mentions))
-        for relation in answer["relations"]:
-            src, dst = _lookup(keys, relation["source"]), _lookup(keys, relation["target"])
+        for relation in answer.relations:
+            src, dst = _lookup(keys, relation.source), _lookup(keys, relation.target)
             if src is None or dst is None or src == dst:
                 dropped["unlinked"] += 1
                 continue
-            quote = _find_quote(relation["evidence"], text)
+            quote = _find_quote(relation.evidence, text)
             if quote is None:
                 dropped["evidence"] += 1
                 continue
-            type_ = relation["type"]
+            type_ = relation.type
             if type_ in _SYMMETRIC and dst < src:
                 src, dst = dst, src
             start, end = quote
             evidence = Mention(chunk.index, chunk.start + start, chunk.start + end)
-            graph.add_edge(ExtractedEdge(src, dst, type_, _clamp(relation["confidence"]), self.rule, evidence))
+            graph.add_edge(ExtractedEdge(src, dst, type_, _clamp(relation.confidence), self.rule, evidence))
 
 
 def _dropped(one: str, many: str) -> Callable[[int], str]:
