@@ -15,7 +15,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
-from tortus_pg.config import Settings
+from tortus_pg.config import Settings, reveal
 from tortus_pg.db import APP_ROLE, session_timeouts
 from tortus_pg.embed import Embedder, make_embedder
 from tortus_pg.policy import Limits
@@ -102,5 +102,5 @@ def open_service(settings: Settings, url: str, limits: ApiLimits, pool_size: int
                           kwargs={"connect_timeout": 10, **unprepared}, name="tortus-api")
     pool.open(wait=True, timeout=30)
     embedder = make_embedder(settings.embedder, dim=settings.embedding_dim, base_url=settings.embed_base_url,
-                             api_key=settings.embed_api_key, model=settings.embed_model)
+                             api_key=reveal(settings.embed_api_key), model=settings.embed_model)
     return Service(settings, pool, embedder, limits)

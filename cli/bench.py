@@ -10,6 +10,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from tortus_pg.bench import AnswerLosses, answer_losses, stage_timings
+from tortus_pg.config import reveal
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput, TenantNotFound
@@ -60,8 +61,8 @@ def _on_dataset(ctx: typer.Context, dataset_path: Path, limit: int | None, on_te
     dataset = load_dataset(dataset_path)
     asked = dataset.questions[:limit]
     tenant = s.tenant if on_tenant else tenant_for(dataset)
-    embedder = make_embedder(s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
-                             model=s.embed_model)
+    embedder = make_embedder(s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url,
+                             api_key=reveal(s.embed_api_key), model=s.embed_model)
     with owner_connection(ctx) as conn:
         try:
             with tenant_scope(conn, tenant), Progress(*COLUMNS, console=err_console, transient=True) as bar:

@@ -13,6 +13,7 @@ from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from tortus_pg.config import reveal
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
 from tortus_pg.eval import abstention, datasets, runner, trec
@@ -59,7 +60,7 @@ def eval_(
     dataset = load_dataset(dataset_path)
     names = parse_names(strategies) if strategies else None
     embedder = make_embedder(
-        embedder_name or s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key,
+        embedder_name or s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=reveal(s.embed_api_key),
         model=s.embed_model,
     )
     twin_set = datasets.twins(dataset, limit, twin_gap) if twins else None

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tortus_pg import progress
-from tortus_pg.config import Settings
+from tortus_pg.config import Settings, reveal
 from tortus_pg.db import check_groups, tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import ConfigError, InvalidInput
@@ -50,7 +50,7 @@ def ingest(
     if readers is not None:
         specs = [spec if spec.readers is not None else replace(spec, readers=readers) for spec in specs]
     embedder = make_embedder(
-        s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
+        s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=reveal(s.embed_api_key), model=s.embed_model
     )
     extractor = llm_extractor(s) if llm else None
     if not 0 < max_mb <= 1024:
@@ -142,7 +142,7 @@ def _print_summary(
 def llm_extractor(s: Settings) -> LLMExtractor:
     if not (s.llm_base_url and s.llm_model):
         raise ConfigError("--llm needs llm_base_url and llm_model (TORTUS_LLM_BASE_URL, TORTUS_LLM_MODEL)")
-    return LLMExtractor(ChatClient(s.llm_base_url, s.llm_api_key, s.llm_model))
+    return LLMExtractor(ChatClient(s.llm_base_url, reveal(s.llm_api_key), s.llm_model))
 
 
 def print_index_report(report: IndexReport) -> None:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from tortus_pg.config import Settings
+from tortus_pg.config import Settings, reveal
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.engine import Answer, answer
@@ -57,7 +57,7 @@ def query(
     if mode not in ALL_MODES:
         raise typer.BadParameter(f"unknown mode {mode!r}; choose from {', '.join(ALL_MODES)}", param_hint="--mode")
     embedder = None if mode == "keyword" else make_embedder(
-        s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=s.embed_api_key, model=s.embed_model
+        s.embedder, dim=s.embedding_dim, base_url=s.embed_base_url, api_key=reveal(s.embed_api_key), model=s.embed_model
     )
     if mode != "tortus":
         with owner_connection(ctx) as conn, tenant_scope(conn, s.tenant):
@@ -88,7 +88,7 @@ def _synthesizer(s: Settings) -> LLMSynthesizer:
     """The LLM synthesizer at the configured endpoint."""
     if not (s.llm_base_url and s.llm_model):
         raise typer.BadParameter("set llm_base_url and llm_model (tortus.toml or TORTUS_LLM_*)", param_hint="--llm")
-    return LLMSynthesizer(ChatClient(s.llm_base_url, s.llm_api_key, s.llm_model))
+    return LLMSynthesizer(ChatClient(s.llm_base_url, reveal(s.llm_api_key), s.llm_model))
 
 
 def _hits_table(hits: list[Any]) -> None:

@@ -136,5 +136,5 @@ def test_without_the_setting_prepared_statements_collide_on_the_shared_server_co
 def test_the_setting_is_read_from_the_environment(tmp_path: Path) -> None:
     assert load_settings(tmp_path, {}, environ={"TORTUS_TRANSACTION_POOLER": "true"}).transaction_pooler
     assert not load_settings(tmp_path, {}, environ={"TORTUS_TRANSACTION_POOLER": "0"}).transaction_pooler
-    with pytest.raises(ConfigError, match="transaction_pooler must be boolean"):
+    with pytest.raises(ConfigError, match="TORTUS_TRANSACTION_POOLER: transaction_pooler should be a valid boolean"):
         load_settings(tmp_path, {}, environ={"TORTUS_TRANSACTION_POOLER": "sometimes"})

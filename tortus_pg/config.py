@@ -8,33 +8,49 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.sources.utils import parse_env_vars
 
 from tortus_pg.errors import ConfigError
 
 CONFIG_FILE = "tortus.toml"
 STATE_DIR = ".tortus"
 
+# The environment handed to load_settings (None: os.environ). settings_customise_sources is a
+# classmethod called inside the model's constructor, so it cannot be given one as an argument.
+_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("tortus_environ", default=None)
 
-@dataclass(frozen=True)
-class Settings:
+
+class Settings(BaseSettings):
     """Everything tortus-pg needs to know to run; see `tortus.toml` for documentation."""
 
-    workspace: Path = field(default_factory=Path.cwd)
+    model_config = SettingsConfigDict(env_prefix="TORTUS_", env_ignore_empty=True, frozen=True, extra="forbid")
+
+    workspace: Path = Field(default_factory=Path.cwd)
     database_url: str | None = None
     tenant: str = "default"
     embedder: str = "minilm"
-    embedding_dim: int = 384
+    embedding_dim: int = Field(default=384, ge=1, le=16000)
     text_search_config: str = "english"
     embed_base_url: str | None = None
     embed_model: str | None = None
-    embed_api_key: str | None = field(default=None, repr=False)
+    embed_api_key: SecretStr | None = None
     llm_base_url: str | None = None
     llm_model: str | None = None
-    llm_api_key: str | None = field(default=None, repr=False)
-    lock_timeout_ms: int = 30_000  # how long a command waits for a lock another session holds
+    llm_api_key: SecretStr | None = None
+    # How long a command waits for a lock another session holds (0: forever, as in PostgreSQL).
+    lock_timeout_ms: int = Field(default=30_000, ge=0)
     # The database URL leads through a pooler in transaction mode (PgBouncer, Supavisor), where
     # consecutive transactions may run on different server connections: no prepared statements.
     transaction_pooler: bool = False
@@ -51,28 +67,49 @@ class Settings:
     def embedded(self) -> bool:
         return self.database_url is None
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments (the flags) > TORTUS_* variables > the workspace's tortus.toml."""
+        assert isinstance(init_settings, InitSettingsSource)
+        workspace = Path(init_settings.init_kwargs.get("workspace") or Path.cwd())
+        environ = _ENVIRON.get()
+        env = env_settings if environ is None else _EnvironSource(settings_cls, environ)
+        return init_settings, env, _TomlSource(settings_cls, workspace / CONFIG_FILE)
 
-def boolean(value: Any) -> bool:
-    """A flag from TOML (true/false) or the environment (1/0, true/false, yes/no, on/off)."""
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word in {"1", "true", "yes", "on"}:
-        return True
-    if word in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError(value)
+
+class _EnvironSource(EnvSettingsSource):
+    """TORTUS_* variables read from a given mapping instead of os.environ."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
-_TYPES: dict[str, Any] = {"embedding_dim": int, "lock_timeout_ms": int, "transaction_pooler": boolean}
+class _TomlSource(InitSettingsSource):
+    """The [tortus] table of a tortus.toml; a key that names no setting is an error."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        table = read_toml(path)
+        known = sorted(set(settings_cls.model_fields) - {"workspace"})
+        for key in table:
+            if key not in known:
+                raise ConfigError(f"{path}: unknown setting {key!r} (known: {', '.join(known)})")
+        super().__init__(settings_cls, table)
 
 
-def _coerce(name: str, value: Any, origin: str) -> Any:
-    wanted = _TYPES.get(name, str)
-    try:
-        return wanted(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{origin}: {name} must be {wanted.__name__}, got {value!r}") from None
+def reveal(secret: SecretStr | None) -> str | None:
+    """A key itself, for the call that hands it to a client."""
+    return None if secret is None else secret.get_secret_value()
 
 
 def write_private(path: Path, text: str) -> None:
@@ -115,28 +152,37 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Merge defaults, tortus.toml, TORTUS_* variables and explicit overrides (highest)."""
+    """Merge defaults, tortus.toml, TORTUS_* variables and explicit overrides (highest; None: not given)."""
     env = os.environ if environ is None else environ
     ws = workspace or (Path(env["TORTUS_HOME"]) if env.get("TORTUS_HOME") else Path.cwd())
     ws = ws.expanduser().resolve()
-    known = {f.name for f in fields(Settings)} - {"workspace"}
-    values: dict[str, Any] = {}
-    toml_path = ws / CONFIG_FILE
-    for key, value in read_toml(toml_path).items():
-        if key not in known:
-            raise ConfigError(f"{toml_path}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-        values[key] = _coerce(key, value, str(toml_path))
-    for key in known:
-        env_value = env.get(f"TORTUS_{key.upper()}")
-        if env_value:
-            values[key] = _coerce(key, env_value, f"TORTUS_{key.upper()}")
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            values[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
-    settings = replace(Settings(workspace=ws), **values)
-    if settings.embedding_dim <= 0 or settings.embedding_dim > 16000:
-        raise ConfigError(f"embedding_dim must be between 1 and 16000, got {settings.embedding_dim}")
-    return settings
+    flags = {key: value for key, value in (overrides or {}).items() if value is not None}
+    token = _ENVIRON.set(env)
+    try:
+        return Settings(workspace=ws, **flags)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, flags, env, ws / CONFIG_FILE)) from None
+    finally:
+        _ENVIRON.reset(token)
+
+
+def _explain(exc: ValidationError, flags: Mapping[str, Any], environ: Mapping[str, str], toml_path: Path) -> str:
+    """Each invalid setting with the origin of its value: the first source, in precedence, that has it."""
+    problems = []
+    for error in exc.errors():
+        name = str(error["loc"][0])
+        variable = f"TORTUS_{name.upper()}"
+        if name in flags:
+            origin = f"--{name.replace('_', '-')}"
+        elif any(key.upper() == variable and value for key, value in environ.items()):
+            origin = variable
+        else:
+            origin = str(toml_path)
+        field = Settings.model_fields.get(name)
+        secret = field is not None and SecretStr in get_args(field.annotation)
+        got = "" if secret else f", got {error['input']!r}"
+        problems.append(f"{origin}: {name} {error['msg'].removeprefix('Input ')}{got}")
+    return "; ".join(problems)
 
 
 DEFAULT_TOML = """\
