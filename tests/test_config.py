@@ -41,11 +41,12 @@ def test_tortus_home_sets_workspace(tmp_path: Path) -> None:
 
 def test_api_keys_are_secret_in_repr_and_str(tmp_path: Path) -> None:
     (tmp_path / "tortus.toml").write_text('[tortus]\nllm_api_key = "sk-from-toml"\n')
-    s = load_settings(tmp_path, environ={"TORTUS_EMBED_API_KEY": "sk-from-env"})
+    s = load_settings(tmp_path, environ={"TORTUS_EMBED_API_KEY": "sk-from-env",
+                                         "TORTUS_DATABASE_URL": "postgresql://u:pw-secret@db/tortus"})
     assert isinstance(s.embed_api_key, SecretStr) and isinstance(s.llm_api_key, SecretStr)
     assert (s.embed_api_key.get_secret_value(), s.llm_api_key.get_secret_value()) == ("sk-from-env", "sk-from-toml")
     for shown in (repr(s), str(s)):
-        assert "sk-from" not in shown and "**********" in shown
+        assert "sk-from" not in shown and "pw-secret" not in shown and "**********" in shown
     assert load_settings(tmp_path / "none", environ={}).embed_api_key is None
 
 

@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TORTUS_", env_ignore_empty=True, frozen=True, extra="forbid")
 
     workspace: Path = Field(default_factory=Path.cwd)
-    database_url: str | None = None
+    database_url: str | None = Field(default=None, repr=False)  # may carry a password
     tenant: str = "default"
     embedder: str = "minilm"
     embedding_dim: int = Field(default=384, ge=1, le=16000)
