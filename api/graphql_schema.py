@@ -231,6 +231,7 @@ class PolicyInput(graphene.InputObjectType):
     local_only = graphene.Boolean()
     explain = graphene.Boolean()
     no_personalization = graphene.Boolean()
+    traversal = graphene.String(description="sql (default) or age: where the walk reads the graph.")
 
 
 _CONCEPT = """

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 
 from tortus_pg.ingest.store import StoreResult
-from tortus_pg.policy import PortalPreference
+from tortus_pg.policy import PortalPreference, Traversal
 from tortus_pg.retrieve import MAX_QUERY_CHARS
 
 from . import operations
@@ -48,6 +48,7 @@ class QueryRequest(_Strict):
     local_only: bool = False
     explain: bool = False
     no_personalization: bool = False
+    traversal: Traversal | None = None
 
 
 class SearchRequest(_Strict):

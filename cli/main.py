@@ -18,6 +18,7 @@ from . import bench as bench_cli
 from . import db
 from . import eval as eval_cli
 from . import golden as golden_cli
+from . import graph as graph_cli
 from . import ingest as ingest_cli
 from . import query as query_cli
 from . import serve as serve_cli
@@ -33,6 +34,7 @@ app.add_typer(db.app, name="db")
 app.add_typer(tenant_cli.tenant_app, name="tenant")
 app.add_typer(tenant_cli.key_app, name="key")
 app.add_typer(ingest_cli.sources_app, name="sources")
+app.add_typer(graph_cli.graph_app, name="graph")
 app.command("ingest")(ingest_cli.ingest)
 app.command("index")(ingest_cli.index)
 app.command("query")(query_cli.query)

@@ -40,7 +40,7 @@ as $$
 declare
     known constant text[] := array['max_hops', 'fan_out', 'beam_width', 'max_nodes', 'max_portal_hops',
                                    'edge_types_allow', 'edge_types_deny', 'local_only', 'subgraphs', 'torus_radius',
-                                   'min_score', 'decay', 'layout'];
+                                   'min_score', 'decay', 'layout', 'traversal'];
     -- key, default, minimum, server cap (values above the cap are lowered to it)
     ints constant jsonb := '{"max_hops": [2, 0, 4], "fan_out": [25, 1, 100], "beam_width": [50, 1, 500],
                              "max_nodes": [200, 1, 2000], "max_portal_hops": [1, 0, 4]}';
@@ -105,6 +105,15 @@ begin
         out := out || jsonb_build_object('layout', v);
     end if;
 
+    v := p->'traversal';
+    if v is null or jsonb_typeof(v) = 'null' then
+        out := out || '{"traversal": "sql"}';
+    elsif v #>> '{}' not in ('sql', 'age') or jsonb_typeof(v) <> 'string' then
+        raise exception 'traversal policy traversal must be "sql" or "age", got %', v using errcode = '22023';
+    else
+        out := out || jsonb_build_object('traversal', v);
+    end if;
+
     foreach k in array array['torus_radius', 'min_score', 'decay'] loop
         v := p->k;
         if v is null or jsonb_typeof(v) = 'null' then
@@ -139,7 +148,9 @@ comment on function tortus.traverse_policy(jsonb) is
 'torus_radius (prune nodes farther from the nearest seed; default none), min_score (default '
 'none), decay (per-hop factor in (0, 1]; default 0.85), layout (default none: the node''s theta '
 'and phi; a name reads the alternative coordinates tortus-pg stored in props.layouts, for '
-'layout ablations). Unknown keys and wrong types raise 22023.';
+'layout ablations), traversal (default "sql": neighbours read from tortus.edge and tortus.portal; '
+'"age": from the tenant''s Apache AGE mirror, through Cypher, see tortus.age_sync). Unknown keys '
+'and wrong types raise 22023.';
 
 create or replace function tortus.traverse(seeds bigint[], query vector, policy jsonb default '{}')
 returns table (
@@ -172,6 +183,7 @@ declare
     v_min_score constant double precision := (p->>'min_score')::double precision;
     v_decay constant double precision := (p->>'decay')::double precision;
     v_layout constant text := p->>'layout';
+    v_age constant boolean := p->>'traversal' = 'age';
     -- Neighbours scored per expanded node: the strongest edges first; the rest are not read.
     v_scan_cap constant integer := 4 * v_fan_out;
     v_type_filter constant boolean := v_allow is not null or cardinality(v_deny) > 0;
@@ -212,9 +224,21 @@ declare
     v_kept integer;
     v_pruned integer;
     v_h integer;
+    -- With traversal 'age': the edges and portals at the frontier, read through Cypher.
+    a_src bigint[];
+    a_dst bigint[];
+    a_type text[];
+    a_dir text[];
+    a_w double precision[];
+    a_conf double precision[];
+    a_note text[];
 begin
     if v_tenant is null or seeds is null then
         return;
+    end if;
+    if v_age and not tortus.age_mirrored(v_tenant) then
+        raise exception 'traversal "age" needs the tenant''s Apache AGE mirror' using errcode = '55000',
+            hint = 'run tortus-pg graph sync-age (or select tortus.age_sync()) first';
     end if;
 
     -- Seeds: the tenant's nodes among `seeds`, in first-mention order; hop 0, score 1.
@@ -289,6 +313,18 @@ begin
     -- 0 if none).
     for v_h in 1 .. v_max_hops loop
         exit when v_kept >= v_max_nodes;
+        if v_age then
+            -- The frontier as the hop query below chooses it, and its neighbours from the mirror.
+            select array_agg(n.src), array_agg(n.node_id), array_agg(n.type), array_agg(n.dir),
+                   array_agg(n.w), array_agg(n.conf), array_agg(n.note)
+              into a_src, a_dst, a_type, a_dir, a_w, a_conf, a_note
+            from tortus.age_neighbours(v_tenant, array(
+                select a.node_id
+                from unnest(r_node, r_hop, r_score, r_why) as a(node_id, hop, score, why)
+                where a.why is null and a.hop = v_h - 1
+                order by a.score desc, a.node_id
+                limit v_beam)) n;
+        end if;
         with all_rows as (
             select a.node_id, a.idx::integer as idx, a.hop, a.strength, a.score, a.effd, a.portals, a.why
             from unnest(r_node, r_hop, r_strength, r_score, r_effd, r_portals, r_why)
@@ -308,18 +344,25 @@ begin
                      select e.dst as node_id, e.type, 'out'::text as dir, e.weight::float8 as w,
                             e.confidence::float8 as conf, null::text as note
                      from tortus.edge e
-                     where e.tenant_id = v_tenant and e.src = f.node_id
+                     where not v_age and e.tenant_id = v_tenant and e.src = f.node_id
                        and (v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny)
                      union all
                      select e.src, e.type, 'in', e.weight, e.confidence, null
                      from tortus.edge e
-                     where e.tenant_id = v_tenant and e.dst = f.node_id
+                     where not v_age and e.tenant_id = v_tenant and e.dst = f.node_id
                        and (v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny)
                      union all
                      select t.dst, 'portal', 'portal', t.weight, 1, t.reason
                      from tortus.portal t
-                     where v_portals_ok and f.portals < v_max_portal_hops
+                     where not v_age and v_portals_ok and f.portals < v_max_portal_hops
                        and t.tenant_id = v_tenant and t.src = f.node_id
+                     union all
+                     select x.node_id, x.type, x.dir, x.w, x.conf, x.note
+                     from unnest(a_src, a_dst, a_type, a_dir, a_w, a_conf, a_note)
+                          as x(src, node_id, type, dir, w, conf, note)
+                     where v_age and x.src = f.node_id
+                       and case when x.dir = 'portal' then v_portals_ok and f.portals < v_max_portal_hops
+                                else (v_allow is null or x.type = any(v_allow)) and x.type <> all(v_deny) end
                  ) a
                  order by a.w * a.conf desc, a.node_id
                  limit v_scan_cap)
@@ -330,12 +373,12 @@ begin
                      select e.dst as node_id, e.type, 'out'::text as dir, e.weight::float8 as w,
                             e.confidence::float8 as conf, null::text as note, e.type as blocked
                      from tortus.edge e
-                     where v_type_filter and e.tenant_id = v_tenant and e.src = f.node_id
+                     where not v_age and v_type_filter and e.tenant_id = v_tenant and e.src = f.node_id
                        and not ((v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny))
                      union all
                      select e.src, e.type, 'in', e.weight, e.confidence, null, e.type
                      from tortus.edge e
-                     where v_type_filter and e.tenant_id = v_tenant and e.dst = f.node_id
+                     where not v_age and v_type_filter and e.tenant_id = v_tenant and e.dst = f.node_id
                        and not ((v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny))
                      union all
                      select t.dst, 'portal', 'portal', t.weight, 1, t.reason,
@@ -343,8 +386,20 @@ begin
                                  when v_local_only then 'portal not taken: local_only'
                                  else format('portal budget spent (max_portal_hops %s)', v_max_portal_hops) end
                      from tortus.portal t
-                     where not (v_portals_ok and f.portals < v_max_portal_hops)
+                     where not v_age and not (v_portals_ok and f.portals < v_max_portal_hops)
                        and t.tenant_id = v_tenant and t.src = f.node_id
+                     union all
+                     select x.node_id, x.type, x.dir, x.w, x.conf, x.note,
+                            case when x.dir <> 'portal' then x.type
+                                 when not v_portal_type_ok then 'portal'
+                                 when v_local_only then 'portal not taken: local_only'
+                                 else format('portal budget spent (max_portal_hops %s)', v_max_portal_hops) end
+                     from unnest(a_src, a_dst, a_type, a_dir, a_w, a_conf, a_note)
+                          as x(src, node_id, type, dir, w, conf, note)
+                     where v_age and x.src = f.node_id
+                       and case when x.dir = 'portal' then not (v_portals_ok and f.portals < v_max_portal_hops)
+                                else v_type_filter
+                                     and not ((v_allow is null or x.type = any(v_allow)) and x.type <> all(v_deny)) end
                  ) b
                  order by b.w * b.conf desc, b.node_id
                  limit v_fan_out)

@@ -23,9 +23,16 @@ def test_no_input_gives_the_defaults_without_warnings() -> None:
 
 def test_valid_values_are_taken_as_given() -> None:
     values = {"max_hops": 3, "max_ms": 500, "max_tokens": 400, "failover_level": 2, "local_only": True,
-              "explain": True, "no_personalization": True, "semantic_group": "payments", "portal_preference": "avoid"}
+              "explain": True, "no_personalization": True, "semantic_group": "payments", "portal_preference": "avoid",
+              "traversal": "age"}
     policy, warnings = make_policy(values)
     assert policy.to_json() == values and warnings == []
+
+
+def test_traversal_is_sql_or_age() -> None:
+    assert make_policy({"traversal": "sql"})[0].traversal == "sql"
+    with pytest.raises(InvalidInput, match="^policy traversal must be one of sql, age"):
+        make_policy({"traversal": "cypher"})
 
 
 @pytest.mark.parametrize("name", INTEGERS)

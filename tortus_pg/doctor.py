@@ -47,12 +47,17 @@ def _pgvector(conn: psycopg.Connection) -> Check:
 
 
 def _age(conn: psycopg.Connection) -> Check:
-    row = conn.execute("select default_version from pg_available_extensions where name = 'age'").fetchone()
-    detail = (
-        f"available ({row[0]}): graph traversal can use Cypher"
-        if row
-        else "not available: traversal uses recursive CTEs"
-    )
+    """The traversal engines this database offers: the SQL walk always, AGE's when installed."""
+    row = conn.execute(
+        "select a.default_version, e.extversion from pg_available_extensions a "
+        "left join pg_extension e on e.extname = a.name where a.name = 'age'").fetchone()
+    if row is None:
+        detail = "traversal engines: sql (Apache AGE is not on this server)"
+    elif row[1] is None:
+        detail = (f"traversal engines: sql; Apache AGE {row[0]} is on the server but not installed here "
+                  "(a superuser runs CREATE EXTENSION age, then `tortus-pg graph sync-age`)")
+    else:
+        detail = f"traversal engines: sql, age (Apache AGE {row[1]}; `tortus-pg graph sync-age` mirrors a tenant)"
     return Check("apache age", True, detail, required=False)
 
 

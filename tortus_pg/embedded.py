@@ -133,7 +133,8 @@ def stop(pgdata: Path) -> bool:
 
 def bootstrap(pgdata: Path, database: str = DATABASE, tcp_port: int | None = None) -> str:
     """Start the server (also on 127.0.0.1:`tcp_port` when given), create the owner role,
-    database and pgvector; return the owner URL (over the socket)."""
+    database, pgvector and (where the server has it) Apache AGE; return the owner URL (over the
+    socket)."""
     socket_dir = start(pgdata, tcp_port)
     port = status(pgdata).port
     admin = _url(socket_dir, SUPERUSER, "postgres", port)
@@ -147,4 +148,8 @@ def bootstrap(pgdata: Path, database: str = DATABASE, tcp_port: int | None = Non
             )
     with psycopg.connect(_url(socket_dir, SUPERUSER, database, port), autocommit=True) as conn:
         conn.execute("create extension if not exists vector")
+        if conn.execute("select 1 from pg_available_extensions where name = 'age'").fetchone():
+            # Optional: where the server has Apache AGE, tenants' graphs can be mirrored into it.
+            conn.execute("create extension if not exists age")
+            conn.execute(sql.SQL("grant usage on schema ag_catalog to {}").format(sql.Identifier(OWNER_ROLE)))
     return _url(socket_dir, OWNER_ROLE, database, port)

@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from tortus_pg import telemetry
+from tortus_pg import age, telemetry
 from tortus_pg.db import generic_plans
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
@@ -124,6 +124,8 @@ def answer(
         raise InvalidInput(f"k must be between 1 and {MAX_EVIDENCE} evidence chunks")
     if policy.semantic_group is not None:
         _check_group(conn, policy.semantic_group)
+    if policy.traversal == "age":
+        age.require_mirror(conn)
     # The question is embedded before the clock starts: the first call may load a local model,
     # which is not the question's cost. Its time is reported with the stages.
     began = time.perf_counter()

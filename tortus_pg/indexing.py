@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
-from tortus_pg import progress
+from tortus_pg import age, progress
 from tortus_pg.db import tenant_scope
 from tortus_pg.errors import InvalidInput
 from tortus_pg.layout import coordinates
@@ -61,6 +61,7 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
             row = conn.execute("select tortus.ensure_vector_index(%s)", [dims[0]]).fetchone()
         index = row[0] if row else None
     assert concepts is not None and portals is not None
+    age.follow(conn, tenant)  # the portals are new
     progress.report("index: done", INDEX_STAGES, INDEX_STAGES)
     return IndexReport(layout, len(rows), int(concepts[0]), int(portals[0]), index)
 

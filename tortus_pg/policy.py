@@ -15,6 +15,8 @@ from tortus_pg.errors import InvalidInput
 
 PortalPreference = Literal["auto", "prefer", "avoid"]
 PORTAL_PREFERENCES: tuple[PortalPreference, ...] = ("auto", "prefer", "avoid")
+Traversal = Literal["sql", "age"]
+TRAVERSALS: tuple[Traversal, ...] = ("sql", "age")
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,9 @@ class TraversalPolicy:
     the walk finds too little; 2 also falls back to the search seeds alone.
     local_only: stay in the seeds' subgraphs and take no portals.
     explain: keep the pruned candidates and per-stage detail in the response.
-    no_personalization: seed from search alone, not also from the concepts the question names."""
+    no_personalization: seed from search alone, not also from the concepts the question names.
+    traversal: where the walk reads the graph: sql (the tables) or age (the tenant's Apache AGE
+    mirror, through Cypher; same paths, see `tortus-pg graph sync-age`)."""
 
     max_hops: int = 3
     max_ms: int = 3_000
@@ -50,6 +54,7 @@ class TraversalPolicy:
     local_only: bool = False
     explain: bool = False
     no_personalization: bool = False
+    traversal: Traversal = "sql"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +95,8 @@ def make_policy(
                 value = cap
         elif name == "portal_preference" and value not in PORTAL_PREFERENCES:
             raise InvalidInput(f"policy portal_preference must be one of {', '.join(PORTAL_PREFERENCES)}")
+        elif name == "traversal" and value not in TRAVERSALS:
+            raise InvalidInput(f"policy traversal must be one of {', '.join(TRAVERSALS)}")
         elif name == "semantic_group" and (not isinstance(value, str) or not value.strip() or len(value) > 200):
             raise InvalidInput("policy semantic_group must be a subgraph name of 1 to 200 characters")
         policy = replace(policy, **{name: value})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 
+from tortus_pg import age
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
@@ -106,4 +107,5 @@ def ingest_passages(
                 summary.results += store_documents(conn, part, embedder, ts_config=ts_config)
         if on_batch is not None:
             on_batch(len(batch))
+    age.follow(conn, tenant)
     return summary

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import psycopg
 
-from tortus_pg import telemetry
+from tortus_pg import age, telemetry
 from tortus_pg.cost import Costs, ledger_of
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
@@ -110,6 +110,15 @@ def ingest_one(
 ) -> StoreResult:
     """Ingest one source in its own transaction. A URL stored before is fetched conditionally:
     when the server says it has not changed (304), nothing is fetched or stored again."""
+    result = _ingest_one(conn, tenant, spec, embedder, options)
+    if result.status != "unchanged":
+        age.follow(conn, tenant)
+    return result
+
+
+def _ingest_one(
+    conn: psycopg.Connection, tenant: str, spec: SourceSpec, embedder: Embedder, options: IngestOptions
+) -> StoreResult:
     stored = None
     if spec.is_url and not spec.problem:
         with tenant_scope(conn, tenant):
@@ -136,7 +145,10 @@ def ingest_bytes(
                            f"{options.limits.max_file_bytes / 1e6:.1f} MB limit (max_file_bytes)")
     record = SourceRecord(uri=uri or name, kind=detect_kind(name, None), sha256=hashlib.sha256(data).hexdigest(),
                           raw=data, subgraphs=subgraphs, readers=readers)
-    return _store(conn, tenant, record, name, None, embedder, options, keep_raw=True)
+    result = _store(conn, tenant, record, name, None, embedder, options, keep_raw=True)
+    if result.status != "unchanged":
+        age.follow(conn, tenant)
+    return result
 
 
 def _store(
@@ -182,13 +194,14 @@ def ingest(
     options: IngestOptions = IngestOptions(),
     on_progress: Callable[[SourceSpec, StoreResult | None], None] | None = None,
 ) -> IngestSummary:
-    """Ingest every source, each in its own committed transaction; collect per-source failures."""
+    """Ingest every source, each in its own committed transaction; collect per-source failures.
+    A mirror of the tenant's graph in Apache AGE is brought up to date once, at the end."""
     require_idle(conn, "ingest")
     summary = IngestSummary()
     for spec in specs:
         result: StoreResult | None = None
         try:
-            result = ingest_one(conn, tenant, spec, embedder, options)
+            result = _ingest_one(conn, tenant, spec, embedder, options)
             summary.results.append(result)
         except (TortusError, OSError) as exc:
             summary.failed.append((spec.uri or spec.location, str(exc)))
@@ -196,10 +209,15 @@ def ingest(
             summary.failed.append((spec.uri or spec.location, f"rejected by the database: {exc}"))
         if on_progress is not None:
             on_progress(spec, result)
+    if any(r.status != "unchanged" for r in summary.results):
+        age.follow(conn, tenant)
     return summary
 
 
 def remove(conn: psycopg.Connection, tenant: str, uri: str) -> bool:
     """Remove a source and what only it supported; return False if it was not there."""
     with tenant_scope(conn, tenant):
-        return remove_source(conn, uri)
+        removed = remove_source(conn, uri)
+    if removed:
+        age.follow(conn, tenant)
+    return removed

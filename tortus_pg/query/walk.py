@@ -92,6 +92,7 @@ def _walk_policy(policy: TraversalPolicy, radius: float | None, portals: int, la
         "subgraphs": [policy.semantic_group] if policy.semantic_group else None, "torus_radius": radius,
         # Co-occurrence links are too many and too weak to walk; reading order stays.
         "edge_types_deny": ["related_to"],
+        "traversal": policy.traversal,
     }
 
 
