@@ -1,8 +1,9 @@
 """Test database: one real PostgreSQL with pgvector per test session.
 
 Chosen in this order: TORTUS_TEST_DATABASE_URL (a role that may create databases and the
-vector extension), a pgvector container when a Docker engine answers, else the embedded
-server in a temporary directory. Each test gets isolation by a rolled-back transaction;
+vector extension); with TORTUS_TEST_BACKEND=docker and a Docker engine that answers, a container
+of the project's own image (docker/postgres.Dockerfile: pgvector and Apache AGE); else the
+embedded server in a temporary directory. Each test gets isolation by a rolled-back transaction;
 tests that must commit ask for a database of their own.
 """
 
@@ -16,12 +17,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from docker_engine import docker_engine
 from psycopg import sql
 
 from tortus_pg import embedded, migrate
 from tortus_pg.db import connect
 
 MAIN_DB = "tortus_test"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -62,26 +65,19 @@ def _template(url: str) -> str:
 
 
 def _docker_server() -> tuple[Server, object] | None:
-    if not (os.environ.get("DOCKER_HOST") or Path("/var/run/docker.sock").exists()):
+    if os.environ.get("TORTUS_TEST_BACKEND") != "docker" or not docker_engine():
         return None
-    import docker
+    from testcontainers.community.postgres import PostgresContainer
+    from testcontainers.core.image import DockerImage
 
-    try:
-        client = docker.from_env()
-    except docker.errors.DockerException:
-        return None
-    try:
-        client.ping()
-    except Exception:  # noqa: BLE001 - any failure means no usable engine
-        return None
-    finally:
-        client.close()
-    from testcontainers.postgres import PostgresContainer
-
-    container = PostgresContainer("pgvector/pgvector:pg17", driver=None).start()
-    url = container.get_connection_url()
-    template = _template(url)
-    return Server(template, template, container.username), container
+    image = DockerImage(path=ROOT / "docker", dockerfile_path="postgres.Dockerfile", tag="tortus-pg-postgres:test",
+                        clean_up=False).build()
+    # The image's init scripts create the owner role (with this password) and database tortus.
+    container = PostgresContainer(str(image), username="postgres", password="postgres", dbname="postgres",
+                                  driver=None).with_env("TORTUS_OWNER_PASSWORD", "tortus-test").start()
+    admin = _template(container.get_connection_url())
+    owner = admin.replace("postgres:postgres@", "tortus_owner:tortus-test@", 1)
+    return Server(admin, owner, "tortus_owner"), container
 
 
 @pytest.fixture(scope="session")
