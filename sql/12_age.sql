@@ -51,10 +51,15 @@ set search_path = ag_catalog, pg_catalog, pg_temp
 as $$
 begin
     if to_regclass(format('%I.%I', p_graph, p_label)) is null then
+        -- Indexes for the walk's reads: vertices by their properties (a match on {id: …}), edges
+        -- by either end.
         if p_kind = 'v' then
             perform ag_catalog.create_vlabel(p_graph::cstring, p_label::cstring);
+            execute format('create index %I on %I.%I using gin (properties)', p_label || '_properties', p_graph, p_label);
         else
             perform ag_catalog.create_elabel(p_graph::cstring, p_label::cstring);
+            execute format('create index %I on %I.%I (start_id)', p_label || '_start_id', p_graph, p_label);
+            execute format('create index %I on %I.%I (end_id)', p_label || '_end_id', p_graph, p_label);
         end if;
     end if;
     return ag_catalog._label_id(p_graph::name, p_label::name)::integer;
@@ -176,6 +181,11 @@ create or replace function tortus.age_neighbours(p_tenant text, p_nodes bigint[]
 returns table (src bigint, node_id bigint, type text, dir text, w double precision, conf double precision, note text)
 language plpgsql stable security definer
 set search_path = ag_catalog, pg_catalog, pg_temp
+-- A frontier is a few dozen nodes, but the planner takes an UNWIND for 1000 rows and would hash
+-- every edge of the graph: index lookups per node instead (3.8 against 28 ms for 5 nodes of 11,220).
+set enable_hashjoin = off
+set enable_mergejoin = off
+set max_parallel_workers_per_gather = 0
 as $$
 begin
     if p_tenant is distinct from tortus.current_tenant() then
@@ -184,7 +194,8 @@ begin
     if cardinality(p_nodes) is null or cardinality(p_nodes) = 0 then
         return;
     end if;
-    -- Two directed matches: an undirected one joins on an OR, which PostgreSQL cannot hash.
+    -- Two directed matches: an undirected one joins on an OR, which PostgreSQL cannot hash; a
+    -- match per node by its {id}, which the GIN index on the properties serves.
     -- (With ag_catalog on the search path, agtype::text is a string's value, unquoted.)
     -- Loading the library installs AGE's parser hooks before cypher() below is parsed.
     perform ag_catalog._graphid(1, 0);
@@ -193,10 +204,10 @@ begin
                case when t::text = 'portal' then 'portal' when o::text::boolean then 'out' else 'in' end,
                w::text::float8, coalesce(c::text::float8, 1), r::text
         from ag_catalog.cypher(%L, $c$
-            MATCH (f:Node)-[e]->(n:Node) WHERE f.id IN $ids
+            UNWIND $ids AS x MATCH (f:Node {id: x})-[e]->(n:Node)
             RETURN f.id, n.id, label(e), true, e.weight, e.confidence, e.reason
             UNION ALL
-            MATCH (f:Node)<-[e]-(n:Node) WHERE f.id IN $ids AND label(e) <> 'portal'
+            UNWIND $ids AS x MATCH (f:Node {id: x})<-[e]-(n:Node) WHERE label(e) <> 'portal'
             RETURN f.id, n.id, label(e), false, e.weight, e.confidence, e.reason
         $c$, $1) as (f agtype, n agtype, t agtype, o agtype, w agtype, c agtype, r agtype)
     $q$, tortus.age_graph(p_tenant)) using jsonb_build_object('ids', to_jsonb(p_nodes))::text::agtype;
