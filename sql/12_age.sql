@@ -51,16 +51,20 @@ set search_path = ag_catalog, pg_catalog, pg_temp
 as $$
 begin
     if to_regclass(format('%I.%I', p_graph, p_label)) is null then
-        -- Indexes for the walk's reads: vertices by their properties (a match on {id: …}), edges
-        -- by either end.
         if p_kind = 'v' then
             perform ag_catalog.create_vlabel(p_graph::cstring, p_label::cstring);
-            execute format('create index %I on %I.%I using gin (properties)', p_label || '_properties', p_graph, p_label);
         else
             perform ag_catalog.create_elabel(p_graph::cstring, p_label::cstring);
-            execute format('create index %I on %I.%I (start_id)', p_label || '_start_id', p_graph, p_label);
-            execute format('create index %I on %I.%I (end_id)', p_label || '_end_id', p_graph, p_label);
         end if;
+    end if;
+    -- Indexes for the walk's reads: vertices by their properties (a match on {id: …}), edges by
+    -- either end.
+    if p_kind = 'v' then
+        execute format('create index if not exists %I on %I.%I using gin (properties)',
+                       p_label || '_properties', p_graph, p_label);
+    else
+        execute format('create index if not exists %I on %I.%I (start_id)', p_label || '_start_id', p_graph, p_label);
+        execute format('create index if not exists %I on %I.%I (end_id)', p_label || '_end_id', p_graph, p_label);
     end if;
     return ag_catalog._label_id(p_graph::name, p_label::name)::integer;
 end
@@ -68,7 +72,7 @@ $$;
 
 comment on function tortus.age_label(text, text, "char") is
 'The id of a label of an Apache AGE graph, created first (vertex label for kind v, else edge label) '
-'when missing. Used by tortus.age_sync.';
+'when missing, with the indexes the walk reads it by. Used by tortus.age_sync.';
 
 create or replace function tortus.age_sync_label(p_graph text, p_label text, p_wanted text)
 returns table (added bigint, removed bigint, changed bigint)
