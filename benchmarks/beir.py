@@ -1,6 +1,6 @@
 """BEIR retrieval quality and latency of the SQL search functions, next to in-process bm25s.
 
-    python benchmarks/beir.py PATH/TO/beir/scifact [--limit-queries N] [--json-out F] [--reuse]
+    python benchmarks/beir.py PATH/TO/beir/scifact [--limit-queries N] [--json-out F] [--reuse] [--baseline F]
 
 The folder holds corpus.jsonl[.gz], queries.test.jsonl (or queries.jsonl) and qrels/test.tsv.
 The corpus goes into the throw-away tenant `beir-<dataset>` of the workspace's database (the
@@ -8,7 +8,8 @@ embedded server unless TORTUS_DATABASE_URL is set) with the minilm embedder; --r
 tenant that already holds it. Every test query with qrels runs through tortus.bm25_search,
 tortus.vector_search and tortus.hybrid_search (top 100 chunks, deduplicated to passages in rank
 order), a plain ts_rank_cd query and bm25s. Reports nDCG@10 (graded gains, log2 discount, bootstrap
-95% CI over queries), recall@100 and per-query latency (median, p95) after 10 warm-up queries.
+95% CI over queries), recall@100 and per-query latency (median, p95) after 10 warm-up queries;
+--baseline pairs each mode's per-query nDCG@10 with an earlier run's (e.g. before a change to ingest).
 Needs `pip install bm25s PyStemmer` (without PyStemmer, bm25s runs unstemmed).
 """
 
@@ -212,13 +213,34 @@ def table(results: dict[str, ModeResult], published: float | None, name: str) ->
     return "\n".join(lines)
 
 
-def main() -> None:
+def paired(
+    results: dict[str, ModeResult], baseline: Path | None
+) -> tuple[dict[str, tuple[float, float, float]], dict[str, tuple[float, float, float]]]:
+    """Paired nDCG@10 differences between modes, and of each mode against an earlier run's."""
+    ndcg = {mode: r.per_query_ndcg10 for mode, r in results.items()}
+    diffs = {f"{a} - {b}": paired_bootstrap_diff(ndcg[a], ndcg[b], resamples=BOOTSTRAP, seed=SEED) for a, b in PAIRS}
+    before = json.loads(baseline.read_text(encoding="utf-8"))["modes"] if baseline is not None else {}
+    changes = {
+        mode: paired_bootstrap_diff(ndcg[mode], before[mode]["per_query_ndcg10"], resamples=BOOTSTRAP, seed=SEED)
+        for mode in ndcg
+        if mode in before
+    }
+    return diffs, changes
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset", type=Path, help="a BEIR dataset folder")
     parser.add_argument("--limit-queries", type=int, default=None)
     parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--reuse", action="store_true", help="keep a tenant that already holds the corpus")
-    args = parser.parse_args()
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="the --json-out of an earlier run on the same queries, to pair each mode with")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
 
     ds = load_bench(args.dataset, args.limit_queries)
     tenant = "beir-" + re.sub(r"[^a-z0-9_-]+", "-", ds.name.lower())[:58]
@@ -241,11 +263,12 @@ def main() -> None:
     published = PUBLISHED_BM25.get(ds.name.lower())
     print(f"\nbm25s: {bm25s_desc}; ts_rank_cd: {TS_QUERY}\n")
     print(table(results, published, ds.name))
-    ndcg = {mode: r.per_query_ndcg10 for mode, r in results.items()}
-    diffs = {f"{a} - {b}": paired_bootstrap_diff(ndcg[a], ndcg[b], resamples=BOOTSTRAP, seed=SEED) for a, b in PAIRS}
-    print("\npaired nDCG@10 differences (mean [95% CI]):")
-    for pair, (mean, lo, hi) in diffs.items():
-        print(f"  {pair}: {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    diffs, changes = paired(results, args.baseline)
+    for title, found in (("paired nDCG@10 differences", diffs), (f"against {args.baseline}", changes)):
+        if found:
+            print(f"\n{title} (mean [95% CI]):")
+        for pair, (mean, lo, hi) in found.items():
+            print(f"  {pair}: {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
     if args.json_out is not None:
         report = {
             "dataset": ds.name,
@@ -263,6 +286,8 @@ def main() -> None:
             "published_bm25_ndcg10": published,
             "modes": {mode: asdict(r) for mode, r in results.items()},
             "paired_ndcg10_diff": {pair: dict(zip(("mean", "lo", "hi"), d, strict=True)) for pair, d in diffs.items()},
+            "ndcg10_diff_vs_baseline": {mode: dict(zip(("mean", "lo", "hi"), d, strict=True))
+                                        for mode, d in changes.items()},
         }
         args.json_out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nwrote {args.json_out}")

@@ -18,6 +18,7 @@ from tortus_pg.config import load_settings
 from tortus_pg.db import connect, database_url
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import TenantNotFound
+from tortus_pg.ingest.budget import budget_for
 from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.corpus import ingest_passages, read_passages
 from tortus_pg.migrate import upgrade
@@ -33,11 +34,13 @@ def main() -> None:
     url = database_url(load_settings())
     upgrade(url)
     passages = list(read_passages(args.corpus, args.limit))
-    texts = [c.text for p in passages for c in chunk_document(p.document)]
-    print(f"{args.corpus}: {len(passages)} passages, {len(texts)} chunks")
+    print(f"{args.corpus}: {len(passages)} passages")
     print(f"{'embedder':<26} {'embed only':>12} {'ingest':>12} {'database+pipeline share':>24}")
     for name in args.embedders.split(","):
         embedder = make_embedder(name)
+        # The chunks ingest makes for this embedder (its chunk budget), embedded alone.
+        budget = budget_for(embedder.name)
+        texts = [c.text for p in passages for c in chunk_document(p.document, budget=budget)]
         embedder.embed(texts[:8])  # load the model outside the timings
         start = time.perf_counter()
         embedder.embed(texts)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tortus_pg.ingest.chunking import chunk_document, code_fence_spans, sentence_spans
+from tortus_pg.ingest.budget import TokenLengths
+from tortus_pg.ingest.chunking import ChunkBudget, chunk_document, code_fence_spans, sentence_spans
 from tortus_pg.ingest.types import Chunk, Document, Page
 
 SERVICE_DOC = """# Payments service
@@ -36,8 +39,10 @@ The ledger keeps every posting forever.
 """
 
 
-def assert_exact(doc: Document, chunks: list[Chunk], max_chars: int) -> None:
-    """The invariants every chunking must satisfy."""
+def assert_exact(
+    doc: Document, chunks: list[Chunk], max_size: int, size: Callable[[str], int] = len
+) -> None:
+    """The invariants every chunking must satisfy; `size` measures in the budget's unit."""
     covered = bytearray(len(doc.text))
     previous_end = 0
     for i, c in enumerate(chunks):
@@ -45,7 +50,7 @@ def assert_exact(doc: Document, chunks: list[Chunk], max_chars: int) -> None:
         assert doc.text[c.start : c.end] == c.text
         assert c.text and c.text == c.text.strip()
         assert c.start >= previous_end
-        assert len(c.text) <= max_chars
+        assert size(c.text) <= max_size
         previous_end = c.end
         covered[c.start : c.end] = b"\x01" * (c.end - c.start)
     missed = [i for i, ch in enumerate(doc.text) if not ch.isspace() and not covered[i]]
@@ -444,3 +449,32 @@ def test_pdf_chunks_never_cross_pages(text: str, cuts: list[int], max_chars: int
         assert c.page is not None
         page = pages[c.page - 1]
         assert page.start <= c.start and c.end <= page.end
+
+
+def _word_lengths(text: str) -> TokenLengths:
+    """Spans measured in whitespace-separated words, each word one token."""
+    words = [m.span() for m in re.finditer(r"\S+", text)]
+    return TokenLengths([s for s, _ in words], [e for _, e in words], list(range(len(words))), len(text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_TEXTS, kind=st.sampled_from(["markdown", "html", "text"]), sizes=_SIZES)
+def test_a_budget_in_another_unit_bounds_chunks_in_that_unit(
+    text: str, kind: str, sizes: tuple[int, int, int]
+) -> None:
+    target, most, least = (max(1, n // 8) for n in sizes)
+    budget = ChunkBudget(target, most, least, unit="words", lengths=_word_lengths)
+    doc = Document(text, kind)
+    assert_exact(doc, chunk_document(doc, budget=budget), most, lambda t: len(t.split()))
+
+
+def test_token_lengths_count_overlapped_tokens_and_cut_between_words() -> None:
+    # "unbelievable ideas" as word pieces: un ##believ ##able | idea ##s
+    lengths = TokenLengths([0, 2, 8, 13, 17], [2, 8, 12, 17, 18], [0, 0, 0, 1, 1], 18)
+    spans = [(0, 18), (0, 12), (1, 3), (12, 13), (13, 18)]
+    assert [lengths.length(*span) for span in spans] == [5, 3, 2, 0, 2]
+    assert lengths.reach(0, 3) == 13  # the first word whole
+    assert lengths.reach(0, 4) == 13  # the limit falls inside the second word: cut before it
+    assert lengths.reach(0, 2) == 8  # a first word longer than the limit is cut between its pieces
+    assert lengths.reach(13, 1) == 17
+    assert lengths.reach(13, 2) == 18

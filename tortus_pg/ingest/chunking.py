@@ -1,16 +1,17 @@
 """Split a document into chunks whose offsets point exactly into its text.
 
 Markdown-like text (markdown, and HTML rendered as markdown) is split by section first,
-PDF text by page, plain text by paragraph. Sections, pages and paragraphs up to
-`max_chars` stay whole; longer ones are packed towards `target_chars` from paragraphs,
-then sentences, then whitespace-separated pieces.
+PDF text by page, plain text by paragraph. Sizes come from a `ChunkBudget`, in characters
+unless the budget measures spans otherwise (an embedder's tokens). Sections, pages and
+paragraphs up to the budget's `max` stay whole; longer ones are packed towards its `target`
+from paragraphs, then sentences, then whitespace-separated pieces.
 
 Policies, standards and contracts number their clauses instead of using headings. When a
 PDF or plain-text document has at least three lines that start with a clause number
 ("7.3.2 Signing keys ...", "7.3 Key management") or are short numbered section titles
 ("7. Cryptographic controls"), it is chunked by clause (within each PDF page): a clause
-with a sub-sub-number or of at least `min_chars` starts a chunk of its own, bare titles
-join the clause after them, short sibling clauses are packed up to `target_chars`, and
+with a sub-sub-number or of at least the budget's `min` starts a chunk of its own, bare
+titles join the clause after them, short sibling clauses are packed up to its `target`, and
 every chunk carries its clause path, e.g. ("7. Cryptographic controls",
 "7.3 Key management", "7.3.2").
 """
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from tortus_pg.ingest.types import Chunk, Document
 
@@ -50,25 +52,71 @@ _MIN_CLAUSE_LINES = 3
 _MAX_TITLE_CHARS = 80
 
 
+class SpanLengths(Protocol):
+    """Lengths of spans of one text, in a budget's unit."""
+
+    def length(self, start: int, end: int) -> int: ...
+
+    def reach(self, start: int, limit: int) -> int:
+        """The furthest end beyond `start` whose span from `start` is at most `limit` long,
+        for `limit` >= 1 and a rest of the text longer than `limit`."""
+        ...
+
+
+class _CharLengths:
+    def length(self, start: int, end: int) -> int:
+        return end - start
+
+    def reach(self, start: int, limit: int) -> int:
+        return start + limit
+
+
+def character_lengths(_text: str) -> SpanLengths:
+    """Spans measured in characters, which needs nothing from the text."""
+    return _CharLengths()
+
+
+@dataclass(frozen=True)
+class ChunkBudget:
+    """Chunk sizes in one unit: pack towards `target`, never exceed `max`, and let a piece
+    shorter than `min` join a neighbour. `lengths` measures the spans of a document's text."""
+
+    target: int
+    max: int
+    min: int
+    unit: str = "characters"
+    lengths: Callable[[str], SpanLengths] = character_lengths
+
+
+CHARACTERS = ChunkBudget(target=1200, max=2000, min=200)
+
+
 def chunk_document(
-    doc: Document, *, target_chars: int = 1200, max_chars: int = 2000, min_chars: int = 200
+    doc: Document,
+    *,
+    target_chars: int = CHARACTERS.target,
+    max_chars: int = CHARACTERS.max,
+    min_chars: int = CHARACTERS.min,
+    budget: ChunkBudget | None = None,
 ) -> list[Chunk]:
     """Split `doc` into ordered, non-overlapping chunks with exact character offsets.
 
-    Every chunk satisfies `doc.text[c.start:c.end] == c.text`, has no leading or trailing
-    whitespace and is at most `max_chars` long; together the chunks cover every
-    non-whitespace character. Markdown and HTML chunks carry their heading path, PDF
-    chunks their page number and never cross a page boundary; PDF and plain-text chunks
-    of a document with numbered clauses carry their clause path.
+    Sizes are `budget`'s when given, else the three character sizes. Every chunk satisfies
+    `doc.text[c.start:c.end] == c.text`, has no leading or trailing whitespace and is at
+    most the budget's `max` long; together the chunks cover every non-whitespace
+    character. Markdown and HTML chunks carry their heading path, PDF chunks their page
+    number and never cross a page boundary; PDF and plain-text chunks of a document with
+    numbered clauses carry their clause path.
     """
-    if max_chars < 1:
-        raise ValueError("max_chars must be positive")
-    target_chars = max(1, min(target_chars, max_chars))
-    min_chars = min(min_chars, target_chars)
-    sizes = _Sizes(target_chars, max_chars, min_chars)
+    if budget is None:
+        budget = ChunkBudget(target_chars, max_chars, min_chars)
+    if budget.max < 1:
+        raise ValueError("the chunk budget's max (max_chars) must be positive")
     text = doc.text
     if not text.strip():
         return []
+    target = max(1, min(budget.target, budget.max))
+    sizes = _Sizes(target, budget.max, min(budget.min, target), budget.lengths(text))
     if doc.pages:
         pieces = _chunk_pages(doc, sizes)
     elif doc.kind in ("markdown", "html"):
@@ -134,6 +182,10 @@ class _Sizes:
     target: int
     max: int
     min: int
+    lengths: SpanLengths
+
+    def of(self, start: int, end: int) -> int:
+        return self.lengths.length(start, end)
 
 
 @dataclass(frozen=True)
@@ -274,7 +326,7 @@ def _split_clauses(
     head = _trim(text, start, inside[0].start if inside else end)
     if head[0] < head[1]:
         # A running header or a stray line before the page's first clause joins that clause.
-        units.append(_Unit(head, path, 0, False, head[1] - head[0] < sizes.min // 4))
+        units.append(_Unit(head, path, 0, False, sizes.of(*head) < sizes.min // 4))
     for k, clause in enumerate(inside):
         stop = inside[k + 1].start if k + 1 < len(inside) else end
         span = _trim(text, clause.start, stop)
@@ -298,11 +350,11 @@ def _pack_clauses(
             group.clear()
 
     for unit in units:
-        length = unit.span[1] - unit.span[0]
+        length = sizes.of(*unit.span)
         leading = bool(group) and all(u.lead_in for u in group)
         if length > sizes.max:
             pieces = _split_segment(text, unit.span[0], unit.span[1], sizes, ())
-            if leading and pieces[0][1] - group[0].span[0] <= sizes.max:
+            if leading and sizes.of(group[0].span[0], pieces[0][1]) <= sizes.max:
                 first = _Unit((group[0].span[0], pieces[0][1]), unit.path, 0, False, False)
                 out.append((first.span, _clause_label([*group, first])))
                 group.clear()
@@ -312,14 +364,14 @@ def _pack_clauses(
             continue
         if leading:
             limit = sizes.target if unit.lead_in else sizes.max
-            if unit.span[1] - group[0].span[0] <= limit:
+            if sizes.of(group[0].span[0], unit.span[1]) <= limit:
                 group.append(unit)
                 anchor = _anchor(unit)
                 continue
         elif group:
             breaks = unit.title or length >= sizes.min or (unit.depth >= 3 and length >= tiny)
             below = len(unit.path) > len(anchor) and unit.path[: len(anchor)] == anchor
-            if not breaks and below and unit.span[1] - group[0].span[0] <= sizes.target:
+            if not breaks and below and sizes.of(group[0].span[0], unit.span[1]) <= sizes.target:
                 group.append(unit)
                 continue
         flush()
@@ -387,7 +439,7 @@ def _chunk_markdown(text: str, sizes: _Sizes) -> list[_Piece]:
     for i, sec in enumerate(sections):
         spans = _split_segment(text, sec.start, sec.end, sizes, fences, sec.heading_end)
         if pending is not None:
-            if spans and spans[0][1] - pending[0] <= sizes.max:
+            if spans and sizes.of(pending[0], spans[0][1]) <= sizes.max:
                 spans[0] = (pending[0], spans[0][1])
             else:
                 pieces.append((_trim(text, pending[0], sec.start), pending[1], None))
@@ -411,7 +463,7 @@ def _joins_next(text: str, sec: _Section, span: Span, nxt: _Section, sizes: _Siz
     if not text[sec.heading_end : sec.end].strip():
         return True
     parent = len(nxt.path) > len(sec.path) and nxt.path[: len(sec.path)] == sec.path
-    return parent and span[1] - span[0] < sizes.min
+    return parent and sizes.of(*span) < sizes.min
 
 
 def _sections(text: str, fences: list[Span]) -> list[_Section]:
@@ -472,7 +524,7 @@ def _split_segment(
     whole = _trim(text, start, end)
     if whole[0] >= whole[1]:
         return []
-    if whole[1] - whole[0] <= sizes.max:
+    if sizes.of(*whole) <= sizes.max:
         return [whole]
     units: list[Span] = []
     if heading_end > start:
@@ -499,18 +551,18 @@ def _pack(text: str, units: list[Span], sizes: _Sizes) -> list[Span]:
     pieces: list[Span] = []
     current: Span | None = None
     for unit in units:
-        if unit[1] - unit[0] > sizes.max:
+        if sizes.of(*unit) > sizes.max:
             subunits = [
                 piece
                 for sentence in sentence_spans(text, unit[0], unit[1])
-                for piece in _hard_split(text, sentence, sizes.max)
+                for piece in _hard_split(text, sentence, sizes)
             ]
             if current is not None:
                 pieces.append(current)
                 current = None
             pieces += _pack(text, subunits, sizes)
             continue
-        if current is not None and unit[1] - current[0] <= sizes.target:
+        if current is not None and sizes.of(current[0], unit[1]) <= sizes.target:
             current = (current[0], unit[1])
         else:
             if current is not None:
@@ -526,8 +578,8 @@ def _absorb_tiny(pieces: list[Span], sizes: _Sizes) -> list[Span]:
     out: list[Span] = []
     for piece in pieces:
         if out and (
-            (piece[1] - piece[0] < sizes.min or out[-1][1] - out[-1][0] < sizes.min)
-            and piece[1] - out[-1][0] <= sizes.max
+            (sizes.of(*piece) < sizes.min or sizes.of(*out[-1]) < sizes.min)
+            and sizes.of(out[-1][0], piece[1]) <= sizes.max
         ):
             out[-1] = (out[-1][0], piece[1])
         else:
@@ -535,14 +587,14 @@ def _absorb_tiny(pieces: list[Span], sizes: _Sizes) -> list[Span]:
     return out
 
 
-def _hard_split(text: str, span: Span, max_chars: int) -> list[Span]:
+def _hard_split(text: str, span: Span, sizes: _Sizes) -> list[Span]:
     pieces: list[Span] = []
     pos, end = span
     while pos < end:
-        if end - pos <= max_chars:
+        if sizes.of(pos, end) <= sizes.max:
             _append_trimmed(pieces, text, pos, end)
             break
-        cut = pos + max_chars
+        cut = sizes.lengths.reach(pos, sizes.max)
         ws = cut
         while ws > pos and not text[ws].isspace():
             ws -= 1

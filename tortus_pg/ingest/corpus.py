@@ -20,7 +20,8 @@ from tortus_pg import age
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
-from tortus_pg.ingest.chunking import chunk_document
+from tortus_pg.ingest.budget import budget_for
+from tortus_pg.ingest.chunking import ChunkBudget, chunk_document
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.pipeline import IngestSummary
 from tortus_pg.ingest.store import Prepared, SourceRecord, store_documents
@@ -60,10 +61,10 @@ def _batches(items: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
         yield batch
 
 
-def _prepared(p: Passage, uri_prefix: str, subgraph: str) -> Prepared:
+def _prepared(p: Passage, uri_prefix: str, subgraph: str, budget: ChunkBudget) -> Prepared:
     """A passage parsed, chunked and extracted, with its source record."""
     doc = p.document
-    chunks = chunk_document(doc)
+    chunks = chunk_document(doc, budget=budget)
     record = SourceRecord(uri=f"{uri_prefix}{p.id}", kind="text",
                           sha256=hashlib.sha256(doc.text.encode("utf-8")).hexdigest(), subgraphs=(subgraph,),
                           metadata={"title": p.title, "passage_id": p.id})
@@ -100,8 +101,9 @@ def ingest_passages(
     """Store passages as sources `<uri_prefix><id>`, one committed transaction per batch."""
     require_idle(conn, "corpus ingestion")
     summary = IngestSummary()
+    budget = budget_for(embedder.name)
     for batch in _batches(passages, batch_size):
-        prepared = [_prepared(p, uri_prefix, subgraph) for p in batch]
+        prepared = [_prepared(p, uri_prefix, subgraph, budget) for p in batch]
         with tenant_scope(conn, tenant):
             for part in _distinct_uris(prepared):
                 summary.results += store_documents(conn, part, embedder, ts_config=ts_config)

@@ -19,6 +19,7 @@ from tortus_pg.cost import Costs, ledger_of
 from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput, TortusError
+from tortus_pg.ingest.budget import budget_for
 from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import extract_concepts
 from tortus_pg.ingest.fetch import Validators, fetch_url
@@ -171,7 +172,7 @@ def _store(
             with costs.step("parse", "tortus.ingest.parse"):
                 doc = parse_document(record.raw, name=name, content_type=record.content_type, limits=options.limits)
             with costs.step("chunk", "tortus.ingest.chunk"):
-                chunks = chunk_document(doc)
+                chunks = chunk_document(doc, budget=budget_for(embedder.name))
             title = title or doc.title
             extra = options.extra_extractor
             with costs.step("extract", "tortus.ingest.extract", ledger_of(extra), chunks=len(chunks)):
