@@ -14,16 +14,14 @@ import argparse
 import contextlib
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tortus_pg import tenants
+from ingest import timed_ingest  # benchmarks/ingest.py, beside this script
+
 from tortus_pg.config import load_settings
-from tortus_pg.db import connect, database_url
-from tortus_pg.errors import TenantNotFound
-from tortus_pg.ingest.chunking import chunk_document
-from tortus_pg.ingest.corpus import Passage, ingest_passages, read_passages
+from tortus_pg.db import database_url
+from tortus_pg.ingest.corpus import Passage, read_passages
 from tortus_pg.migrate import upgrade
 from tortus_pg.openai_embed import OpenAIEmbedder
 
@@ -45,23 +43,9 @@ def local_server(latency_ms: float) -> Iterator[str]:
 
 def measure(url: str, base_url: str, passages: list[Passage], concurrency: int) -> tuple[float, float]:
     """Chunks per second embedding alone, and ingesting (a cold cache each time)."""
-    texts = [c.text for p in passages for c in chunk_document(p.document)]
     with OpenAIEmbedder(base_url, None, "bench-embed", 384, concurrency=concurrency) as embedder:
-        embedder.embed(texts[:1])  # import the SDK and connect outside the timings
-        start = time.perf_counter()
-        embedder.embed(texts)
-        embed_rate = len(texts) / (time.perf_counter() - start)
-        tenant = f"bench-openai-{concurrency}"
-        with connect(url) as conn:
-            with contextlib.suppress(TenantNotFound):
-                tenants.delete_tenant(conn, tenant)
-            tenants.create_tenant(conn, tenant)
-            conn.commit()
-            start = time.perf_counter()
-            summary = ingest_passages(conn, tenant, passages, embedder, uri_prefix="bench/", subgraph="bench")
-            ingest_rate = sum(r.chunks for r in summary.results) / (time.perf_counter() - start)
-            tenants.delete_tenant(conn, tenant)
-    return embed_rate, ingest_rate
+        embed_s, chunks, ingest_s = timed_ingest(url, f"bench-openai-{concurrency}", passages, embedder)
+    return chunks / embed_s, chunks / ingest_s
 
 
 def main() -> None:
