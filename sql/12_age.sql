@@ -181,6 +181,22 @@ comment on function tortus.age_sync(text) is
 'tenant''s node and edge counts and the mirror rows added, removed and changed. Run by the owner '
 'role; ingest, update and removal call it for mirrored tenants.';
 
+create or replace function tortus.age_drop(p_tenant text) returns boolean
+language plpgsql
+set search_path = ag_catalog, pg_catalog, pg_temp
+as $$
+begin
+    if not tortus.age_mirrored(p_tenant) then
+        return false;
+    end if;
+    perform ag_catalog.drop_graph(tortus.age_graph(p_tenant)::name, true);
+    return true;
+end
+$$;
+
+comment on function tortus.age_drop(text) is
+'Drop a tenant''s Apache AGE mirror, if it has one (deleting a tenant does); returns whether it had one.';
+
 create or replace function tortus.age_neighbours(p_tenant text, p_nodes bigint[])
 returns table (src bigint, node_id bigint, type text, dir text, w double precision, conf double precision, note text)
 language plpgsql stable security definer
@@ -288,7 +304,7 @@ comment on function tortus.cypher(text, jsonb) is
 '$name parameters come from params. The query returns one value per row, a map for several: '
 'RETURN {id: n.id, label: n.label}. Rows come back as jsonb.';
 
-revoke all on function tortus.age_mirrored(text), tortus.age_neighbours(text, bigint[]),
+revoke all on function tortus.age_mirrored(text), tortus.age_neighbours(text, bigint[]), tortus.age_drop(text),
     tortus.cypher(text, jsonb), tortus.age_sync(text), tortus.age_label(text, text, "char"),
     tortus.age_sync_label(text, text, text) from public;
 grant execute on function tortus.age_available(), tortus.age_graph(text), tortus.age_mirrored(text),

@@ -28,7 +28,7 @@ from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.pipeline import IngestOptions, ingest_bytes
 from tortus_pg.policy import TraversalPolicy
-from tortus_pg.tenants import create_tenant
+from tortus_pg.tenants import create_tenant, delete_tenant
 
 TENANT, OTHER = "age-demo", "age-other"
 EMBEDDER = HashEmbedder(384)
@@ -188,3 +188,14 @@ def test_the_cypher_examples_in_the_sql_reference_return_rows(owner: psycopg.Con
     with tenant_scope(owner, TENANT, role="analyst"):
         for example in examples:
             assert owner.execute(example).fetchall(), example
+
+
+def test_deleting_a_tenant_drops_its_mirror(owner: psycopg.Connection) -> None:
+    create_tenant(owner, "age-gone")
+    owner.commit()
+    ingest_bytes(owner, "age-gone", "note.md", b"# Note\n\nThe Note Service depends on the Ledger Service.\n",
+                 EMBEDDER, IngestOptions())
+    age.sync(owner, "age-gone")
+    assert age.mirrored(owner, "age-gone")
+    delete_tenant(owner, "age-gone")
+    assert not age.mirrored(owner, "age-gone")

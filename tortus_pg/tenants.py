@@ -98,11 +98,13 @@ def list_tenants(conn: psycopg.Connection) -> list[Tenant]:
 
 
 def delete_tenant(conn: psycopg.Connection, tenant_id: str) -> None:
-    """Delete a tenant and, by cascade, every row it owns."""
+    """Delete a tenant and, by cascade, every row it owns, and its Apache AGE mirror if any."""
     check_tenant_id(tenant_id)
     if _changing_partitions(conn, "delete from tortus.tenant where tenant_id = %s returning 1", [tenant_id],
                             tenant_id) is None:
         raise TenantNotFound(f"no tenant {tenant_id!r}")
+    with conn.transaction():
+        conn.execute("select tortus.age_drop(%s)", [tenant_id])
 
 
 LoginRole = Literal["analyst", "app"]
