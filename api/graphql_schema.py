@@ -49,6 +49,8 @@ class Context:
 _FIELD = [DirectiveLocation.FIELD]
 _PORTAL_KIND = GraphQLEnumType("PortalKind", {"AUTO": "auto", "PREFER": "prefer", "AVOID": "avoid"},
                                description="When a walk may take a portal to another part of the torus.")
+_TRAVERSAL = GraphQLEnumType("Traversal", {"SQL": "sql", "AGE": "age"},
+                             description="Where the walk reads the graph: the tables, or the Apache AGE mirror.")
 # Each directive and the policy field each argument sets (argument "": the directive's presence sets it).
 DIRECTIVES: tuple[tuple[GraphQLDirective, dict[str, str]], ...] = (
     (GraphQLDirective("semanticGroup", _FIELD, {"name": GraphQLArgument(GraphQLNonNull(GraphQLString))},
@@ -66,6 +68,9 @@ DIRECTIVES: tuple[tuple[GraphQLDirective, dict[str, str]], ...] = (
                       "concepts the question names."), {"": "no_personalization"}),
     (GraphQLDirective("localOnly", _FIELD, description="Stay in the seeds' subgraphs; no portal hops."),
      {"": "local_only"}),
+    (GraphQLDirective("traversal", _FIELD, {"engine": GraphQLArgument(GraphQLNonNull(_TRAVERSAL))},
+                     description="Walk the tables (SQL) or the tenant's Apache AGE mirror through Cypher (AGE): "
+                                 "the same paths."), {"engine": "traversal"}),
     (GraphQLDirective("budget", _FIELD, {"maxHops": GraphQLArgument(GraphQLInt), "maxMs": GraphQLArgument(GraphQLInt),
                                         "maxTokens": GraphQLArgument(GraphQLInt)},
                      description="Hops a path may take, the time budget (ms) and the evidence tokens; values "

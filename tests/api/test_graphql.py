@@ -167,12 +167,16 @@ def test_malformed_requests_and_directives_get_errors_never_a_500(api: Api) -> N
         f'{{ ask(question: "{QUESTION}") @teleport {{ answer }} }}',
         f'{{ ask(question: "{QUESTION}") @failoverPlan(level: 7) {{ answer }} }}',
         f'{{ ask(question: "{QUESTION}") @semanticGroup(name: "no such group") {{ answer }} }}',
+        f'{{ ask(question: "{QUESTION}") @traversal(engine: AGE) {{ answer }} }}',  # no mirror here
+        f'{{ ask(question: "{QUESTION}") @traversal(engine: NEO4J) {{ answer }} }}',
         "{ ask(question: ",
     ]
     for query in cases:
         reply = gql(api, query)
         assert reply["errors"] and reply["errors"][0]["message"], query
         assert not (reply.get("data") or {}).get("ask"), query
+    no_mirror = gql(api, f'{{ ask(question: "{QUESTION}") @traversal(engine: AGE) {{ answer }} }}')
+    assert "graph sync-age" in no_mirror["errors"][0]["message"]
     with api.client() as http:
         bad_json = http.post("/graphql", content=b"{nope", headers={"Content-Type": "application/json"})
         no_query = http.post("/graphql", json={"variables": {}})
@@ -187,4 +191,4 @@ def test_the_schema_names_every_directive(api: Api) -> None:
     reply = gql(api, "{ __schema { directives { name } } }")
     names = {d["name"] for d in reply["data"]["__schema"]["directives"]}
     assert {"semanticGroup", "portalPreference", "failoverPlan", "explainHops", "noPersonalization", "localOnly",
-            "budget"} <= names
+            "budget", "traversal"} <= names
