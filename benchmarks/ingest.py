@@ -24,6 +24,13 @@ from tortus_pg.ingest.corpus import Passage, ingest_passages, read_passages
 from tortus_pg.migrate import upgrade
 
 
+def database_and_corpus(corpus: Path, limit: int | None) -> tuple[str, list[Passage]]:
+    """The workspace's database URL, migrated, and the corpus's first `limit` passages."""
+    url = database_url(load_settings())
+    upgrade(url)
+    return url, list(read_passages(corpus, limit))
+
+
 def timed_ingest(url: str, tenant: str, passages: list[Passage], embedder: Embedder) -> tuple[float, int, float]:
     """Seconds to embed the chunks ingest makes for `embedder` (its chunk budget) alone, then the
     chunks stored and the seconds to ingest the passages into a fresh `tenant` (cold cache)."""
@@ -52,9 +59,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args()
 
-    url = database_url(load_settings())
-    upgrade(url)
-    passages = list(read_passages(args.corpus, args.limit))
+    url, passages = database_and_corpus(args.corpus, args.limit)
     print(f"{args.corpus}: {len(passages)} passages")
     print(f"{'embedder':<26} {'embed only':>12} {'ingest':>12} {'database+pipeline share':>24}")
     for name in args.embedders.split(","):

@@ -17,12 +17,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ingest import timed_ingest  # benchmarks/ingest.py, beside this script
+from ingest import database_and_corpus, timed_ingest  # benchmarks/ingest.py, beside this script
 
-from tortus_pg.config import load_settings
-from tortus_pg.db import database_url
-from tortus_pg.ingest.corpus import Passage, read_passages
-from tortus_pg.migrate import upgrade
+from tortus_pg.ingest.corpus import Passage
 from tortus_pg.openai_embed import OpenAIEmbedder
 
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "openai_server.py"
@@ -55,9 +52,7 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,2,4,8")
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args()
-    url = database_url(load_settings())
-    upgrade(url)
-    passages = list(read_passages(args.corpus, args.limit))
+    url, passages = database_and_corpus(args.corpus, args.limit)
     print(f"{args.corpus}: {len(passages)} passages; server round trip {args.latency_ms:.0f} ms")
     print(f"{'in flight':>9} {'embed only':>14} {'ingest':>14}")
     with local_server(args.latency_ms) as base_url:
