@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
+from tortus_pg.db import pinned
 from tortus_pg.evidence import Chunk, Evidence, Reached, chunk_info
 from tortus_pg.policy import TraversalPolicy
 from tortus_pg.synth import Synthesis
@@ -73,7 +74,7 @@ class _Bridge:
 def follow(
     conn: psycopg.Connection, named: list[int], synthesis: Synthesis, evidence: Sequence[Evidence],
     reached: dict[int, Reached], info: dict[int, Chunk], vector: np.ndarray,
-    policy: TraversalPolicy, ts_config: str,
+    policy: TraversalPolicy, ts_config: str, tenant: str | None = None,
 ) -> tuple[Evidence, Reached] | None:
     """When the claims (or the draft of a withheld answer) leave part of the question uncovered
     and name entities the question does not (bridges), the chunk mentioning a bridge that best
@@ -88,13 +89,13 @@ def follow(
         before = reached.get(source.node_id)
         if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
             continue
-        for concept, label, in_claim in conn.execute(_BRIDGES, {"chunk": source.node_id, "start": claim["span"][0],
-                                                      "end": claim["span"][1], "named": named,
-                                                      "limit": BRIDGES_PER_CLAIM}).fetchall():
+        near = {"chunk": source.node_id, "start": claim["span"][0], "end": claim["span"][1], "named": named,
+                "limit": BRIDGES_PER_CLAIM}
+        for concept, label, in_claim in conn.execute(pinned(_BRIDGES, tenant), near).fetchall():
             bridges.setdefault(concept, _Bridge(concept, label, source, place, before, in_claim))
     if not bridges:
         return None
-    row = conn.execute(_FOLLOW, {
+    row = conn.execute(pinned(_FOLLOW, tenant), {
         "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
         "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
         "claim": [b.claim for b in bridges.values()],

@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 
+from tortus_pg.db import pinned
 from tortus_pg.evidence import Evidence
 
 _CONTRADICTIONS = """
@@ -32,10 +33,10 @@ def stated_in(span: dict[str, Any], item: Evidence) -> bool:
     return bool(span["uri"] == item.uri and item.start <= span["span"][0] and span["span"][1] <= item.end)
 
 
-def contradictions(conn: psycopg.Connection, chunks: Sequence[int]) -> list[dict[str, Any]]:
+def contradictions(conn: psycopg.Connection, chunks: Sequence[int], tenant: str | None = None) -> list[dict[str, Any]]:
     """`contradicts` edges stated inside the selected evidence chunks (the answer notes those
     stated in the chunks its claims cite)."""
-    return _statements(conn.execute(_CONTRADICTIONS, [list(chunks)]).fetchall())
+    return _statements(conn.execute(pinned(_CONTRADICTIONS, tenant), [list(chunks)]).fetchall())
 
 
 # What the claims quote, as concepts: those named inside a claim's span and the one whose
@@ -72,13 +73,13 @@ limit 5
 
 
 def superseded(conn: psycopg.Connection, claims: Sequence[dict[str, Any]],
-                evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
+                evidence: Sequence[Evidence], tenant: str | None = None) -> list[dict[str, Any]]:
     """`supersedes` and `contradicts` edges against what the claims quote: a runbook a newer
     decision overrides, a record another one disputes, wherever that edge is stated."""
     cited = [c for c in claims if c.get("evidence") is not None]
     if not cited:
         return []
-    return _statements(conn.execute(_SUPERSEDED, {
+    return _statements(conn.execute(pinned(_SUPERSEDED, tenant), {
         "nodes": [evidence[c["evidence"]].node_id for c in cited], "starts": [c["span"][0] for c in cited],
         "ends": [c["span"][1] for c in cited]}).fetchall())
 

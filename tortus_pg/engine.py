@@ -139,9 +139,11 @@ def answer(
     with telemetry.span("tortus.query", max_hops=policy.max_hops, max_ms=policy.max_ms, max_tokens=policy.max_tokens,
                         k=k, embed_ms=embed_ms) as span, conn.transaction() if idle else nullcontext(), \
             generic_plans(conn):
-        previous_timeout = conn.execute("select current_setting('statement_timeout')").fetchone()
+        before = conn.execute("select current_setting('statement_timeout'), tortus.current_tenant()").fetchone()
+        tenant = before[1] if before else None
         try:
-            state = State(analyse(conn, question, vector, clock, policy, ts_config), options, clock, list(warnings))
+            state = State(analyse(conn, question, vector, clock, policy, ts_config, tenant), options, clock,
+                          list(warnings), tenant)
             for stage in STAGES:
                 stage(conn, state)
             result = _answer(state)
@@ -149,7 +151,7 @@ def answer(
                      refusal=result.refusal.name if result.refusal else None, **telemetry.budget_use(result.budget))
         finally:
             clock.close()
-            restore = previous_timeout[0] if previous_timeout else "0"
+            restore = before[0] if before else "0"
             conn.execute("select set_config('statement_timeout', %s, true)", [restore])
     if store:
         result.trace_id = _stored(conn, result, policy, clock.remaining_ms())

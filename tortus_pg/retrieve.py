@@ -11,6 +11,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import class_row
 
+from tortus_pg.db import pinned
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
 
@@ -72,9 +73,11 @@ def search(
     rrf_k: int = 60,
     ts_config: str = "english",
     query_vector: np.ndarray | None = None,
+    tenant: str | None = None,
 ) -> list[Hit]:
     """Top-k chunks for `query` (inside a tenant scope); vector and hybrid modes need an embedder,
-    or the query's embedding as `query_vector`."""
+    or the query's embedding as `query_vector`. Naming the scope's `tenant` plans the hits'
+    lookups for its partitions alone (`db.pinned`)."""
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     check_text(query, "query")
@@ -87,7 +90,7 @@ def search(
         vector = query_vector if query_vector is not None else embed_query(embedder, query, f"{mode} search")
     params = {"q": query, "v": vector, "k": k, "bw": bm25_weight, "vw": vector_weight, "rrf": rrf_k, "cfg": ts_config}
     with conn.cursor(row_factory=class_row(Hit)) as cur:
-        return cur.execute(_HITS.format(leg=_LEGS[mode]), params).fetchall()
+        return cur.execute(pinned(_HITS.format(leg=_LEGS[mode]), tenant), params).fetchall()
 
 
 def check_text(text: str, what: str) -> str:

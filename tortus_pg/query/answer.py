@@ -52,7 +52,7 @@ def _bridged(conn: psycopg.Connection, state: State, mentioned: list[int]) -> bo
     options = state.options
     bridge = state.clock.attempt("bridge", partial(
         bridges.follow, conn, mentioned, state.synthesis, state.evidence, state.routes, state.info,
-        state.question.vector, options.policy, options.ts_config), None)
+        state.question.vector, options.policy, options.ts_config, state.tenant), None)
     if bridge is None:
         return False
     item, reach = bridge

@@ -8,6 +8,7 @@ from functools import partial
 
 import psycopg
 
+from tortus_pg.db import pinned
 from tortus_pg.evidence import Evidence, Reached
 from tortus_pg.query.state import Link, State
 
@@ -30,14 +31,14 @@ where m.tenant_id = tortus.current_tenant() and m.type = 'mentions'
 def link(conn: psycopg.Connection, state: State) -> None:
     """Stage `links`: the links among the evidence (`definitions`); the earlier ones stay when
     the time runs out."""
-    state.links = state.clock.attempt("links", partial(definitions, conn, state.evidence), state.links)
+    state.links = state.clock.attempt("links", partial(definitions, conn, state.evidence, state.tenant), state.links)
 
 
-def definitions(conn: psycopg.Connection, evidence: Sequence[Evidence]) -> list[Link]:
+def definitions(conn: psycopg.Connection, evidence: Sequence[Evidence], tenant: str | None = None) -> list[Link]:
     """(naming chunk, chunk about the concept, concept, edge type of the latter) among the
     evidence: a chunk that names a concept and one that defines it or is part of the document
     about it (the clause a chunk cites, the handbook of the service it names)."""
-    return conn.execute(_DEFINED_BY, {"ids": [e.node_id for e in evidence]}).fetchall()
+    return conn.execute(pinned(_DEFINED_BY, tenant), {"ids": [e.node_id for e in evidence]}).fetchall()
 
 
 def chains(evidence: Sequence[Evidence], reached: dict[int, Reached], links: Sequence[Link]) -> list[list[int]]:

@@ -19,10 +19,11 @@ def disagreement(conn: psycopg.Connection, state: State) -> None:
     clock, synthesis, cited = state.clock, state.synthesis, state.cited
     no_statements: list[dict[str, Any]] = []
     contradictions = clock.attempt("contradictions", partial(disputes.contradictions, conn,
-                                                             [e.node_id for e in state.evidence]), no_statements)
+                                                             [e.node_id for e in state.evidence], state.tenant),
+                                   no_statements)
     disputed = [c for c in contradictions if any(disputes.stated_in(c["evidence"], e) for e in cited)]
-    overruled = clock.attempt("superseded", partial(disputes.superseded, conn, synthesis.claims, state.evidence),
-                              no_statements)
+    overruled = clock.attempt("superseded", partial(disputes.superseded, conn, synthesis.claims, state.evidence,
+                                                    state.tenant), no_statements)
     disputed += [c for c in overruled if c not in disputed]
     state.contradictions = contradictions + [c for c in overruled if c not in contradictions]
     if disputed and synthesis.answer is not None:

@@ -49,12 +49,13 @@ class Question:
 
 def analyse(
     conn: psycopg.Connection, text: str, vector: np.ndarray, clock: Clock, policy: TraversalPolicy, ts_config: str,
+    tenant: str | None = None,
 ) -> Question:
     """The question analysed before any stage reads it; the concepts it names (stage `link`) and
     its weighted terms (stage `terms`) come from the tenant's graph and statistics."""
     concepts: list[tuple[int, bool]] = clock.attempt("link", lambda: concepts_in(conn, text), [])
     named = [] if policy.no_personalization else [node for node, defined in concepts if defined]
-    terms = clock.attempt("terms", lambda: question_terms(conn, text, ts_config, labels(conn, named)), None)
+    terms = clock.attempt("terms", lambda: question_terms(conn, text, ts_config, labels(conn, named), tenant), None)
     return Question(text, vector, tuple(node for node, _ in concepts), tuple(named), terms)
 
 

@@ -21,7 +21,7 @@ def seed(conn: psycopg.Connection, state: State) -> None:
     q, options, clock = state.question, state.options, state.clock
     state.hits = clock.attempt("seed", lambda: search(
         conn, q.text, mode="hybrid", k=SEEDS, embedder=options.embedder, ts_config=options.ts_config,
-        query_vector=q.vector), [])
+        query_vector=q.vector, tenant=state.tenant), [])
     state.walk_seeds = [h.node_id for h in state.hits[:WALK_SEEDS]]
     # What a named thing implements (a standard, a clause, a decision) applies to it: a defined
     # one starts the walk too, and synthesis may quote it.

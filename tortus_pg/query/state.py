@@ -45,6 +45,7 @@ class State:
     options: Options
     clock: Clock
     notes: list[str]  # warnings for the caller
+    tenant: str | None = None  # named in the plans of the statements that read large tables (`db.pinned`)
     hits: list[Hit] = field(default_factory=list)  # hybrid search, best first
     walk_seeds: list[int] = field(default_factory=list)  # the best hits, where the walk starts
     implements: list[Implemented] = field(default_factory=list)  # of the concepts the question names

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from tortus_pg.db import pinned
+
 _PUNCTUATION = "\"'()[]{}<>,;:!?."
 # Words that frame a question rather than say what it is about.
 FRAME_WORDS = frozenset(
@@ -57,10 +59,11 @@ class Terms:
 
 def question_terms(
     conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = (),
+    tenant: str | None = None,
 ) -> Terms:
     """Lexemes of the question (minus framing words) weighted by IDF (terms no document uses weigh most),
     and the lexemes of the `names` the question is about."""
-    rows = conn.execute(_TERMS, {"q": question, "cfg": ts_config}).fetchall()
+    rows = conn.execute(pinned(_TERMS, tenant), {"q": question, "cfg": ts_config}).fetchall()
     weights = {}
     for lexeme, df, n, _ in rows:
         if lexeme in FRAME_WORDS:
