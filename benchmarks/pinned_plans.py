@@ -1,0 +1,78 @@
+"""The engine with and without its statements naming the tenant as a literal (`db.pinned`),
+alternating the two question by question on a scale tenant, as the application role.
+
+    python benchmarks/pinned_plans.py scale-100k --questions 30
+
+Run it from the workspace that holds the scale tenants (`tortus-pg bench --scale 100k` builds
+them); it uses that workspace's database (the embedded server unless TORTUS_DATABASE_URL is set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable
+
+import psycopg
+
+from tortus_pg import bridges, disputes, retrieve
+from tortus_pg.config import load_settings
+from tortus_pg.db import connect, database_url, pinned, tenant_scope
+from tortus_pg.embed import make_embedder
+from tortus_pg.engine import answer
+from tortus_pg.query import chains, terms
+from tortus_pg.scale.corpus import SyntheticCorpus
+
+USERS = (bridges, disputes, retrieve, chains, terms)  # the modules whose statements are pinned
+CORPUS = 40_000  # documents of the corpus `tortus-pg bench --scale 10k,100k` builds its tenants from
+
+
+def unpinned(query: str, tenant: str | None) -> str:
+    return query
+
+
+def use(pin: Callable[[str, str | None], str]) -> None:
+    for module in USERS:
+        module.pinned = pin  # type: ignore[attr-defined]
+
+
+def timed(conn: psycopg.Connection, questions: list[str]) -> dict[bool, list[float]]:
+    """Milliseconds per question with (True) and without (False) pinning, in alternating order."""
+    embedder = make_embedder("hash", dim=384)
+    answer(conn, questions[0], embedder=embedder, store=False)  # warm the caches and the plans
+    ms: dict[bool, list[float]] = {True: [], False: []}
+    for i, question in enumerate(questions):
+        for on in (True, False) if i % 2 else (False, True):
+            use(pinned if on else unpinned)
+            start = time.perf_counter()
+            answer(conn, question, embedder=embedder, store=False)
+            ms[on].append((time.perf_counter() - start) * 1000)
+    use(pinned)
+    return ms
+
+
+def quantile(values: list[float], q: float) -> float:
+    return sorted(values)[round(q * (len(values) - 1))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tenant", help="a scale tenant (scale-10k, scale-100k, …)")
+    parser.add_argument("--questions", type=int, default=30)
+    args = parser.parse_args()
+    with connect(database_url(load_settings())) as conn, tenant_scope(conn, args.tenant):
+        documents = conn.execute("select count(*) from tortus.source").fetchone()[0]  # type: ignore[index]
+        ms = timed(conn, SyntheticCorpus.make(CORPUS).queries(args.questions, documents))
+    for on in (False, True):
+        print(f"{'pinned' if on else 'unpinned':9s} p50 {quantile(ms[on], 0.5):7.1f} ms  "
+              f"p95 {quantile(ms[on], 0.95):7.1f} ms  mean {statistics.mean(ms[on]):7.1f} ms")
+    gaps = [a - b for a, b in zip(ms[True], ms[False], strict=True)]
+    means = sorted(statistics.mean(random.choices(gaps, k=len(gaps))) for _ in range(2000))
+    print(f"pinned - unpinned, mean {statistics.mean(gaps):.1f} ms, "
+          f"95% bootstrap interval [{quantile(means, 0.025):.1f}, {quantile(means, 0.975):.1f}]")
+
+
+if __name__ == "__main__":
+    main()
