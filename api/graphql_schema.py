@@ -291,8 +291,8 @@ class Query(graphene.ObjectType):
         ctx.need(Scope.QUERY)
         if mode not in ("keyword", "vector", "hybrid") or not 1 <= k <= 100 or not query.strip():
             raise GraphQLError("search needs a query, mode keyword, vector or hybrid, and k from 1 to 100")
-        return _checked(lambda: operations.find(ctx.svc, ctx.conn, query, mode, k,  # type: ignore[arg-type]
-                                                bm25_weight, vector_weight))
+        return _checked(lambda: operations.find(ctx.svc, ctx.conn, ctx.caller.tenant, query,
+                                                mode, k, bm25_weight, vector_weight))  # type: ignore[arg-type]
 
     def resolve_concept(self, info: graphene.ResolveInfo, id: int) -> dict[str, Any] | None:
         ctx = _context(info)

@@ -35,11 +35,11 @@ def ask(svc: Service, conn: psycopg.Connection, question: str, k: int, policy: M
                   ts_config=svc.settings.text_search_config, warnings=warnings)
 
 
-def find(svc: Service, conn: psycopg.Connection, query: str, mode: Mode, k: int, bm25_weight: float = 1.0,
-         vector_weight: float = 1.0, rrf_k: int = 60) -> list[Hit]:
+def find(svc: Service, conn: psycopg.Connection, tenant: str, query: str, mode: Mode, k: int,
+         bm25_weight: float = 1.0, vector_weight: float = 1.0, rrf_k: int = 60) -> list[Hit]:
     embedder = None if mode == "keyword" else svc.embedder
     return search(conn, query, mode=mode, k=k, embedder=embedder, bm25_weight=bm25_weight,
-                  vector_weight=vector_weight, rrf_k=rrf_k, ts_config=svc.settings.text_search_config)
+                  vector_weight=vector_weight, rrf_k=rrf_k, ts_config=svc.settings.text_search_config, tenant=tenant)
 
 
 def sources(conn: psycopg.Connection) -> list[dict[str, Any]]:

@@ -92,8 +92,8 @@ def query(body: QueryRequest, caller: Principal = Depends(require(Scope.QUERY)),
 def search_chunks(body: SearchRequest, caller: Principal = Depends(require(Scope.QUERY)),
                   svc: Service = Depends(service)) -> Response:
     with svc.scoped(caller) as conn:
-        hits = operations.find(svc, conn, body.query, body.mode, body.k, body.bm25_weight, body.vector_weight,
-                               body.rrf_k)
+        hits = operations.find(svc, conn, caller.tenant, body.query, body.mode, body.k, body.bm25_weight,
+                               body.vector_weight, body.rrf_k)
     return json_response([hit.__dict__ for hit in hits])
 
 

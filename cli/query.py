@@ -66,6 +66,7 @@ def query(
             hits = search(
                 conn, text, mode=mode, k=k, embedder=embedder,  # type: ignore[arg-type]
                 bm25_weight=bm25_weight, vector_weight=vector_weight, rrf_k=rrf_k, ts_config=s.text_search_config,
+                tenant=s.tenant,
             )
         if as_json:
             print(json.dumps([asdict(h) for h in hits], indent=2))
