@@ -10,11 +10,11 @@ them); it uses that workspace's database (the embedded server unless TORTUS_DATA
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import time
 from collections.abc import Callable
 
+import numpy as np
 import psycopg
 
 from tortus_pg import bridges, disputes, retrieve
@@ -22,6 +22,7 @@ from tortus_pg.config import load_settings
 from tortus_pg.db import connect, database_url, pinned, tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.engine import answer
+from tortus_pg.eval.metrics import paired_bootstrap_diff
 from tortus_pg.query import chains, terms
 from tortus_pg.scale.corpus import SyntheticCorpus
 
@@ -53,10 +54,6 @@ def timed(conn: psycopg.Connection, questions: list[str]) -> dict[bool, list[flo
     return ms
 
 
-def quantile(values: list[float], q: float) -> float:
-    return sorted(values)[round(q * (len(values) - 1))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tenant", help="a scale tenant (scale-10k, scale-100k, …)")
@@ -66,12 +63,11 @@ def main() -> None:
         documents = conn.execute("select count(*) from tortus.source").fetchone()[0]  # type: ignore[index]
         ms = timed(conn, SyntheticCorpus.make(CORPUS).queries(args.questions, documents))
     for on in (False, True):
-        print(f"{'pinned' if on else 'unpinned':9s} p50 {quantile(ms[on], 0.5):7.1f} ms  "
-              f"p95 {quantile(ms[on], 0.95):7.1f} ms  mean {statistics.mean(ms[on]):7.1f} ms")
-    gaps = [a - b for a, b in zip(ms[True], ms[False], strict=True)]
-    means = sorted(statistics.mean(random.choices(gaps, k=len(gaps))) for _ in range(2000))
-    print(f"pinned - unpinned, mean {statistics.mean(gaps):.1f} ms, "
-          f"95% bootstrap interval [{quantile(means, 0.025):.1f}, {quantile(means, 0.975):.1f}]")
+        p50, p95 = np.percentile(ms[on], [50, 95])
+        print(f"{'pinned' if on else 'unpinned':9s} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  "
+              f"mean {statistics.mean(ms[on]):7.1f} ms")
+    mean, lo, hi = paired_bootstrap_diff(ms[True], ms[False], resamples=2000)
+    print(f"pinned - unpinned, mean {mean:.1f} ms, 95% bootstrap interval [{lo:.1f}, {hi:.1f}]")
 
 
 if __name__ == "__main__":

@@ -4,15 +4,12 @@ decides what it sees."""
 
 import psycopg
 import pytest
+from tenant_rows import seed_nodes
 
 from tortus_pg import tenants
 from tortus_pg.db import pinned, tenant_scope
 from tortus_pg.errors import InvalidInput
 
-SOURCE = ("insert into tortus.source (tenant_id, uri, kind, sha256, text) "
-          "values (tortus.current_tenant(), %s, 'markdown', repeat('0', 64), 'text') returning source_id")
-NODE = ("insert into tortus.node (tenant_id, kind, key, label, source_id) "
-        "values (tortus.current_tenant(), 'concept', %s, %s, %s)")
 LABELS = "select n.label from tortus.node n where n.tenant_id = tortus.current_tenant() order by 1"
 
 
@@ -20,10 +17,7 @@ LABELS = "select n.label from tortus.node n where n.tenant_id = tortus.current_t
 def two_tenants(conn: psycopg.Connection) -> psycopg.Connection:
     for tenant in ("pin-a", "pin-b"):
         tenants.create_tenant(conn, tenant)
-        with tenant_scope(conn, tenant):
-            source = conn.execute(SOURCE, [f"{tenant}.md"]).fetchone()[0]  # type: ignore[index]
-            for n in range(3):
-                conn.execute(NODE, [f"{tenant}-{n}", f"{tenant} concept {n}", source])
+        seed_nodes(conn, tenant, [f"{tenant} concept {n}" for n in range(3)])
     return conn
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
+from tenant_rows import NODE, SOURCE, seed_nodes
 
 from tortus_pg import logs, migrate, tenants
 from tortus_pg.db import connect, tenant_scope
@@ -22,10 +23,6 @@ select count(*) from pg_inherits i join pg_class c on c.oid = i.inhrelid
 where c.relnamespace = 'tortus_tenant'::regnamespace
   and pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%%L)', %s::text)
 """
-SOURCE = ("insert into tortus.source (tenant_id, uri, kind, sha256, text) "
-          "values (tortus.current_tenant(), %s, 'markdown', repeat('0', 64), 'text') returning source_id")
-NODE = ("insert into tortus.node (tenant_id, kind, key, label, source_id) "
-        "values (tortus.current_tenant(), 'concept', %s, %s, %s) returning node_id")
 
 
 def _partitions(conn: psycopg.Connection, tenant: str) -> int:
@@ -64,10 +61,7 @@ def _seed(url: str) -> dict[str, list[tuple[int, str]]]:
     with connect(url) as conn:
         for tenant in ("m1", "m2"):
             tenants.create_tenant(conn, tenant)
-            with tenant_scope(conn, tenant):
-                source = conn.execute(SOURCE, [f"{tenant}.md"]).fetchone()[0]  # type: ignore[index]
-                for i in range(2):
-                    conn.execute(NODE, [f"k{i}", f"{tenant} node {i}", source])
+            seed_nodes(conn, tenant, [f"{tenant} node {i}" for i in range(2)])
         conn.commit()
         for tenant in ("m1", "m2"):
             with tenant_scope(conn, tenant):
