@@ -3,7 +3,8 @@
 -- Every chunk node with a tsvector is one BM25 document. For each we keep one posting per
 -- distinct lexeme (tf = number of positions of the lexeme, 1 for a lexeme stored without
 -- positions), the document length (sum of tf), the document frequency of each lexeme and the
--- per-tenant corpus totals. Triggers on tortus.node maintain them; tortus.bm25_rebuild()
+-- per-tenant corpus totals. Each posting also carries its document's length, so scoring reads
+-- the postings' key index alone. Triggers on tortus.node maintain them; tortus.bm25_rebuild()
 -- recomputes them from scratch.
 --
 -- The functions run as the invoker: the application role writes its own tenant's rows under
@@ -86,8 +87,8 @@ begin
         delete from tortus.bm25_posting p where p.tenant_id = c.tenant_id and p.node_id = any(c.node_ids);
         delete from tortus.bm25_doc d where d.tenant_id = c.tenant_id and d.node_id = any(c.node_ids);
     end loop;
-    insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf)
-    select x.tenant_id, t.lexeme, x.node_id, t.tf
+    insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf, doc_len)
+    select x.tenant_id, t.lexeme, x.node_id, t.tf, (sum(t.tf) over (partition by x.tenant_id, x.node_id))::integer
     from unnest(p_tenant, p_node, p_new) as x (tenant_id, node_id, tsv),
          tortus.bm25_terms(x.tsv) as t
     where x.tsv is not null;
@@ -242,8 +243,8 @@ begin
     delete from tortus.bm25_posting p where p.tenant_id = p_tenant;
     delete from tortus.bm25_doc d where d.tenant_id = p_tenant;
     delete from tortus.bm25_term t where t.tenant_id = p_tenant;
-    insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf)
-    select n.tenant_id, t.lexeme, n.node_id, t.tf
+    insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf, doc_len)
+    select n.tenant_id, t.lexeme, n.node_id, t.tf, (sum(t.tf) over (partition by n.node_id))::integer
     from tortus.node n, tortus.bm25_terms(n.tsv) as t
     where n.tenant_id = p_tenant and n.kind = 'chunk' and n.tsv is not null;
     insert into tortus.bm25_doc (tenant_id, node_id, doc_len)

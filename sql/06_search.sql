@@ -12,6 +12,9 @@ create or replace function tortus.bm25_search(
 ) returns table (node_id bigint, score double precision, rank integer)
 language plpgsql stable parallel safe rows 10
 set search_path = pg_catalog, pg_temp
+-- Each statement below keeps one plan per session, its tenant's partition chosen as it starts:
+-- planned anew at every call, they cost as much as they run on a small tenant.
+set plan_cache_mode = force_generic_plan
 as $$
 #variable_conflict use_column
 declare
@@ -56,14 +59,14 @@ begin
     end if;
     if within is not null or cardinality(v_candidates) >= k then
         -- Both predicates on the postings' key: a lookup per (lexeme, candidate), not a scan
-        -- of the common lexemes' postings.
+        -- of the common lexemes' postings. The key's index holds tf and the document's length,
+        -- so scoring reads nothing else.
         return query
         with scored as (
             select p.node_id,
-                   sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * d.doc_len / v_avgdl))) as score
+                   sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.doc_len / v_avgdl))) as score
             from tortus.bm25_posting p
             join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
-            join tortus.bm25_doc d on d.tenant_id = p.tenant_id and d.node_id = p.node_id
             where p.tenant_id = v_tenant and p.lexeme = any(v_terms) and p.node_id = any(v_candidates)
             group by p.node_id
         ), top as (
@@ -82,10 +85,9 @@ begin
     -- the index serves it under row-level security).
     return query
     with scored as (
-        select p.node_id, sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * d.doc_len / v_avgdl))) as score
+        select p.node_id, sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.doc_len / v_avgdl))) as score
         from tortus.bm25_posting p
         join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
-        join tortus.bm25_doc d on d.tenant_id = p.tenant_id and d.node_id = p.node_id
         where p.tenant_id = v_tenant and p.lexeme = any(v_terms)
         group by p.node_id
     )

@@ -93,3 +93,29 @@ def test_offline_sql_for_a_dba(db_url: str) -> None:
     migrate.upgrade(db_url, "head", sql_only=True, out=out)  # type: ignore[arg-type]
     text = out.getvalue()
     assert "create table tortus.node" in text and "force row level security" in text
+
+
+def test_postings_get_their_documents_length_on_upgrade(fresh_db: Callable[..., str]) -> None:
+    """Revision 0007 copies each chunk's length from bm25_doc onto its postings and makes the
+    postings' key index cover what scoring reads."""
+    url = fresh_db()
+    command.upgrade(migrate.alembic_config(url), "0006")
+    with connect(url) as conn:
+        conn.execute("insert into tortus.tenant (tenant_id, name) values ('t', 't')")
+        source = conn.execute("insert into tortus.source (tenant_id, uri, kind, sha256, text) "
+                              "values ('t', 'a.md', 'markdown', repeat('0', 64), 'x') returning source_id").fetchone()
+        nodes = [conn.execute("insert into tortus.node (tenant_id, kind, key, label, source_id) "
+                              "values ('t', 'chunk', %s, %s, %s) returning node_id", [k, k, source[0]]).fetchone()[0]
+                 for k in ("a", "b")]
+        conn.execute("insert into tortus.bm25_doc (tenant_id, node_id, doc_len) "
+                     "values ('t', %s, 3), ('t', %s, 7)", nodes)
+        conn.execute("insert into tortus.bm25_posting (tenant_id, lexeme, node_id, tf) "
+                     "values ('t', 'x', %s, 2), ('t', 'y', %s, 1), ('t', 'x', %s, 5)", [nodes[0], nodes[0], nodes[1]])
+        conn.commit()
+    migrate.upgrade(url)
+    with connect(url) as conn:
+        got = conn.execute("select lexeme, node_id, tf, doc_len from tortus.bm25_posting order by 1, 2").fetchall()
+        key = conn.execute("select pg_get_constraintdef(oid) from pg_constraint where conname = 'bm25_posting_pkey' "
+                           "and conrelid = 'tortus.bm25_posting'::regclass").fetchone()
+    assert got == [("x", nodes[0], 2, 3), ("x", nodes[1], 5, 7), ("y", nodes[0], 1, 3)]
+    assert key == ("PRIMARY KEY (tenant_id, lexeme, node_id) INCLUDE (tf, doc_len)",)

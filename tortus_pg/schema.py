@@ -213,7 +213,8 @@ bm25_posting = sa.Table(
     sa.Column("lexeme", Text, nullable=False),
     sa.Column("node_id", BigInt, nullable=False),
     sa.Column("tf", sa.Integer, nullable=False),
-    sa.PrimaryKeyConstraint("tenant_id", "lexeme", "node_id"),
+    sa.Column("doc_len", sa.Integer, nullable=False),  # the document's length, read with tf by scoring
+    sa.PrimaryKeyConstraint("tenant_id", "lexeme", "node_id", postgresql_include=["tf", "doc_len"]),
     _node_fk("node_id"),
     sa.Index("bm25_posting_node", "tenant_id", "node_id"),
 )

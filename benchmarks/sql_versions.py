@@ -1,0 +1,108 @@
+"""A search function of sql/ against its version at an earlier commit, alternating the two
+question by question on a scale tenant, as the application role.
+
+    python benchmarks/sql_versions.py scale-100k --before 15d0701 [--function bm25_search] [--frequent] [--k 10]
+
+The earlier version is read from git, created for the run in a schema of its own (dropped
+afterwards) and called like the current one: `FUNCTION(question, k)`. Both must return the
+same rows for every question. Run it from the workspace that holds the scale tenants (`tortus-pg
+bench --scale 100k` builds them), as the database owner; the earlier version must still run on
+today's schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from tortus_pg.config import load_settings
+from tortus_pg.db import APP_ROLE, connect, database_url, tenant_scope
+from tortus_pg.eval.metrics import paired_bootstrap_diff
+from tortus_pg.scale.corpus import SyntheticCorpus
+
+CORPUS = 40_000  # documents of the corpus `tortus-pg bench --scale 10k,100k` builds its tenants from
+SCHEMA = "tortus_before"
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+
+
+def definition_at(commit: str, function: str) -> str:
+    """The `create or replace function tortus.FUNCTION(…) … $$;` statement of sql/ at `commit`."""
+    start = re.compile(rf"create or replace function tortus\.{re.escape(function)}\(")
+    for path in sorted(SQL_DIR.glob("*.sql")):
+        text = subprocess.run(["git", "show", f"{commit}:sql/{path.name}"], capture_output=True, text=True,
+                              cwd=SQL_DIR).stdout
+        found = start.search(text)
+        if found:
+            end = text.index("$$;", text.index("$$", found.end()) + 2) + 3
+            return text[found.start():end].replace(f"tortus.{function}(", f"{SCHEMA}.{function}(", 1)
+    raise SystemExit(f"no function tortus.{function} in sql/ at {commit}")
+
+
+def create_before(conn: psycopg.Connection, definition: str) -> None:
+    conn.execute(sql.SQL("create schema {}").format(sql.Identifier(SCHEMA)))
+    conn.execute(definition)  # the project's own history
+    conn.execute(sql.SQL("grant usage on schema {} to {}").format(sql.Identifier(SCHEMA), sql.Identifier(APP_ROLE)))
+    conn.execute(sql.SQL("grant execute on all functions in schema {} to {}").format(
+        sql.Identifier(SCHEMA), sql.Identifier(APP_ROLE)))
+    conn.commit()
+
+
+def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str], questions: list[str],
+          k: int) -> dict[str, list[float]]:
+    """Milliseconds per call of each version, each in its own tenant-scoped transaction, the order
+    alternating question by question."""
+    ms: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    for i, question in enumerate(questions):
+        rows = {}
+        for name in names if i % 2 else names[::-1]:
+            start = time.perf_counter()
+            with tenant_scope(conn, tenant):
+                rows[name] = conn.execute(calls[name], [question, k]).fetchall()
+            ms[name].append((time.perf_counter() - start) * 1000)
+        if rows["before"] != rows["now"]:
+            raise SystemExit(f"the two versions disagree on {question!r}")
+    return ms
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tenant", help="a scale tenant (scale-10k, scale-100k, …)")
+    parser.add_argument("--before", required=True, help="the commit whose version to compare with")
+    parser.add_argument("--function", default="bm25_search")
+    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--frequent", action="store_true", help="questions holding one of the commonest words")
+    args = parser.parse_args()
+    calls = {"before": f"select * from {SCHEMA}.{args.function}(%s, %s)",
+             "now": f"select * from tortus.{args.function}(%s, %s)"}
+    with connect(database_url(load_settings())) as conn:
+        create_before(conn, definition_at(args.before, args.function))
+        try:
+            with tenant_scope(conn, args.tenant):
+                documents = conn.execute("select count(*) from tortus.source").fetchone()[0]  # type: ignore[index]
+            questions = SyntheticCorpus.make(CORPUS).queries(args.questions + 3, documents, frequent=args.frequent,
+                                                             seed=2 if args.frequent else 1)
+            timed(conn, args.tenant, calls, questions[:3], args.k)  # warm the caches and the plans
+            ms = timed(conn, args.tenant, calls, questions[3:], args.k)
+        finally:
+            conn.rollback()
+            conn.execute(sql.SQL("drop schema {} cascade").format(sql.Identifier(SCHEMA)))
+            conn.commit()
+    for name in calls:
+        p50, p95 = np.percentile(ms[name], [50, 95])
+        print(f"{name:6s} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  mean {statistics.mean(ms[name]):6.2f} ms")
+    mean, lo, hi = paired_bootstrap_diff(ms["now"], ms["before"], resamples=2000)
+    print(f"now - before, mean {mean:+.2f} ms, 95% bootstrap interval [{lo:+.2f}, {hi:+.2f}]")
+
+
+if __name__ == "__main__":
+    main()
