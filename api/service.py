@@ -79,8 +79,10 @@ class Service:
         and a key revoked since it was checked finds none. Row-level security is the last line
         of defence whatever the handler does."""
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute(f"set local role {APP_ROLE}")
-            row = conn.execute("select tortus.enter_tenant(%s)", [caller.key_hash]).fetchone()
+            with conn.pipeline():  # both statements in one round trip
+                conn.execute(f"set local role {APP_ROLE}")
+                entered = conn.execute("select tortus.enter_tenant(%s)", [caller.key_hash])
+            row = entered.fetchone()
             if row is None or row[0] != caller.tenant:
                 raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
             yield conn

@@ -145,9 +145,11 @@ def tenant_scope(conn: psycopg.Connection, tenant: str, *, role: Role = "app") -
                 "select current_setting(%s, true), current_user::text, current_user = session_user",
                 [TENANT_SETTING],
             ).fetchone()
-        conn.execute(_ROLE_SQL[role])
-        conn.execute("select set_config(%s, %s, true)", [TENANT_SETTING, tenant])
-        if conn.execute("select 1 from tortus.tenant").fetchone() is None:
+        with conn.pipeline():  # the three statements in one round trip
+            conn.execute(_ROLE_SQL[role])
+            conn.execute("select set_config(%s, %s, true)", [TENANT_SETTING, tenant])
+            known = conn.execute("select 1 from tortus.tenant")
+        if known.fetchone() is None:
             raise TenantNotFound(f"no tenant {tenant!r}; create it with `tortus-pg tenant create {tenant}`")
         yield conn
         if previous is not None:
