@@ -20,8 +20,12 @@ join tortus.node b on b.tenant_id = e.tenant_id and b.node_id = e.dst
 join tortus.evidence_span sp on sp.tenant_id = e.tenant_id and sp.edge_id = e.edge_id
 join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
 where e.tenant_id = tortus.current_tenant() and e.type = 'contradicts'
+  -- The spans read are those of the chunks' own sources, found by key: whatever the planner
+  -- guesses of how many edges contradict, it never reads a tenant's spans whole.
+  and sp.source_id = any(array(select c.source_id from tortus.evidence_span c
+                               where c.tenant_id = tortus.current_tenant() and c.node_id = any(%(chunks)s::bigint[])))
   and exists (select 1 from tortus.evidence_span c
-              where c.tenant_id = sp.tenant_id and c.node_id = any(%s::bigint[]) and c.source_id = sp.source_id
+              where c.tenant_id = sp.tenant_id and c.node_id = any(%(chunks)s::bigint[]) and c.source_id = sp.source_id
                 and c.start_char <= sp.start_char and sp.end_char <= c.end_char)
 order by e.confidence desc, a.label, b.label
 limit 5
@@ -36,7 +40,7 @@ def stated_in(span: dict[str, Any], item: Evidence) -> bool:
 def contradictions(conn: psycopg.Connection, chunks: Sequence[int], tenant: str | None = None) -> list[dict[str, Any]]:
     """`contradicts` edges stated inside the selected evidence chunks (the answer notes those
     stated in the chunks its claims cite)."""
-    return _statements(conn.execute(pinned(_CONTRADICTIONS, tenant), [list(chunks)]).fetchall())
+    return _statements(conn.execute(pinned(_CONTRADICTIONS, tenant), {"chunks": list(chunks)}).fetchall())
 
 
 # What the claims quote, as concepts: those named inside a claim's span and the one whose
