@@ -2,9 +2,11 @@
 question by question on a scale tenant, as the application role.
 
     python benchmarks/sql_versions.py scale-100k --before 15d0701 [--function bm25_search] [--frequent] [--k 10]
+    python benchmarks/sql_versions.py scale-100k --before 29817b6 --function hybrid_search --with-vector
 
 The earlier version is read from git, created for the run in a schema of its own (dropped
-afterwards) and called like the current one: `FUNCTION(question, k)`. Both must return the
+afterwards) and called like the current one: `FUNCTION(question, k)`, or with `--with-vector`
+`FUNCTION(question, its hash embedding, k)` as the scale suite embeds it. Both must return the
 same rows for every question. Run it from the workspace that holds the scale tenants (`tortus-pg
 bench --scale 100k` builds them), as the database owner; the earlier version must still run on
 today's schema.
@@ -25,12 +27,14 @@ from psycopg import sql
 
 from tortus_pg.config import load_settings
 from tortus_pg.db import APP_ROLE, connect, database_url, tenant_scope
+from tortus_pg.embed import make_embedder
 from tortus_pg.eval.metrics import paired_bootstrap_diff
 from tortus_pg.scale.corpus import SyntheticCorpus
 
 CORPUS = 40_000  # documents of the corpus `tortus-pg bench --scale 10k,100k` builds its tenants from
 SCHEMA = "tortus_before"
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+EMBEDDER = make_embedder("hash", dim=384)
 
 
 def definition_at(commit: str, function: str) -> str:
@@ -55,7 +59,7 @@ def create_before(conn: psycopg.Connection, definition: str) -> None:
     conn.commit()
 
 
-def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str], questions: list[str],
+def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str], questions: list[list[object]],
           k: int) -> dict[str, list[float]]:
     """Milliseconds per call of each version, each in its own tenant-scoped transaction, the order
     alternating question by question."""
@@ -66,11 +70,16 @@ def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str], question
         for name in names if i % 2 else names[::-1]:
             start = time.perf_counter()
             with tenant_scope(conn, tenant):
-                rows[name] = conn.execute(calls[name], [question, k]).fetchall()
+                rows[name] = conn.execute(calls[name], [*question, k]).fetchall()
             ms[name].append((time.perf_counter() - start) * 1000)
         if rows["before"] != rows["now"]:
-            raise SystemExit(f"the two versions disagree on {question!r}")
+            raise SystemExit(f"the two versions disagree on {question[0]!r}")
     return ms
+
+
+def with_vector(question: str) -> list[object]:
+    """The question's 384-dimension `hash` embedding, as the scale suite asks with it."""
+    return [np.asarray(EMBEDDER.embed([question])[0], dtype=np.float32)]
 
 
 def main() -> None:
@@ -81,16 +90,19 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--frequent", action="store_true", help="questions holding one of the commonest words")
+    parser.add_argument("--with-vector", action="store_true", help="pass the question's embedding after it")
     args = parser.parse_args()
-    calls = {"before": f"select * from {SCHEMA}.{args.function}(%s, %s)",
-             "now": f"select * from tortus.{args.function}(%s, %s)"}
+    params = "%s, %s, %s" if args.with_vector else "%s, %s"
+    calls = {"before": f"select * from {SCHEMA}.{args.function}({params})",
+             "now": f"select * from tortus.{args.function}({params})"}
     with connect(database_url(load_settings())) as conn:
         create_before(conn, definition_at(args.before, args.function))
         try:
             with tenant_scope(conn, args.tenant):
                 documents = conn.execute("select count(*) from tortus.source").fetchone()[0]  # type: ignore[index]
-            questions = SyntheticCorpus.make(CORPUS).queries(args.questions + 3, documents, frequent=args.frequent,
-                                                             seed=2 if args.frequent else 1)
+            texts = SyntheticCorpus.make(CORPUS).queries(args.questions + 3, documents, frequent=args.frequent,
+                                                         seed=2 if args.frequent else 1)
+            questions: list[list[object]] = [[q, *(with_vector(q) if args.with_vector else [])] for q in texts]
             timed(conn, args.tenant, calls, questions[:3], args.k)  # warm the caches and the plans
             ms = timed(conn, args.tenant, calls, questions[3:], args.k)
         finally:

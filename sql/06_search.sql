@@ -199,11 +199,14 @@ as $$
         select l.node_id, l.rank from tortus.bm25_search(query, greatest(candidates, k), config => config) l
     ), dense as (
         select v.node_id, v.rank from tortus.vector_search(query_vector, greatest(candidates, k)) v
-    ), ids as (
+    ), ids as materialized (
+        -- Once per search: inlined, the call ran again for every fused row.
         select tortus.identifier_lexemes(query, config) as lexemes
     ), fused as (
+        -- tortus.rrf of the two ranks, written out: a call of it per fused row is a statement
+        -- of its own (its body aggregates), and those were a third of a search's time.
         select coalesce(l.node_id, d.node_id) as node_id,
-               tortus.rrf(array[l.rank, d.rank], array[bm25_weight, vector_weight], rrf_k) as score,
+               coalesce(bm25_weight / (rrf_k + l.rank), 0) + coalesce(vector_weight / (rrf_k + d.rank), 0) as score,
                l.rank as bm25_rank, d.rank as vector_rank
         from lexical l full join dense d on d.node_id = l.node_id
     ), labels as (
