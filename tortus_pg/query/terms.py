@@ -26,7 +26,8 @@ FRAME_WORDS = frozenset(
 # The identifiers come from a sub-select so that they are read once, not once per lexeme.
 _TERMS = """
 with q as (select distinct t.lexeme from unnest(to_tsvector(%(cfg)s::regconfig, %(q)s)) as t)
-select q.lexeme, coalesce(t.df, 0), c.n, q.lexeme = any((select tortus.identifier_lexemes(%(q)s, %(cfg)s::regconfig))::text[])
+select q.lexeme, coalesce(t.df, 0), c.n,
+       q.lexeme = any((select tortus.identifier_lexemes(%(q)s, %(cfg)s::regconfig))::text[])
 from q
 cross join (select coalesce(max(n_docs), 0) as n from tortus.bm25_corpus
             where tenant_id = tortus.current_tenant()) c
