@@ -2,12 +2,14 @@
 question by question on a scale tenant, as the application role.
 
     python benchmarks/sql_versions.py scale-100k --before 15d0701 [--function bm25_search] [--frequent] [--k 10]
-    python benchmarks/sql_versions.py scale-100k --before 29817b6 --function hybrid_search --with-vector
+    python benchmarks/sql_versions.py scale-100k --before 29817b6 --function hybrid_search --args text-vector
+    python benchmarks/sql_versions.py scale-100k --before 84aa6a5 --function supported_traverse --args walk
 
 The earlier version is read from git, created for the run in a schema of its own (dropped
-afterwards) and called like the current one: `FUNCTION(question, k)`, or with `--with-vector`
-`FUNCTION(question, its hash embedding, k)` as the scale suite embeds it. Both must return the
-same rows for every question. Run it from the workspace that holds the scale tenants (`tortus-pg
+afterwards) and called like the current one, with `--args`: `text` calls FUNCTION(question, k);
+`text-vector` FUNCTION(question, its hash embedding, k), as the scale suite embeds it; `walk`
+FUNCTION(hybrid search's 5 best chunks, the embedding, '{}'), the walk the scale suite times.
+Both must return the same rows for every question. Run it from the workspace that holds the scale tenants (`tortus-pg
 bench --scale 100k` builds them), as the database owner; the earlier version must still run on
 today's schema.
 """
@@ -59,8 +61,8 @@ def create_before(conn: psycopg.Connection, definition: str) -> None:
     conn.commit()
 
 
-def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str], questions: list[list[object]],
-          k: int) -> dict[str, list[float]]:
+def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str],
+          questions: list[list[object]]) -> dict[str, list[float]]:
     """Milliseconds per call of each version, each in its own tenant-scoped transaction, the order
     alternating question by question."""
     ms: dict[str, list[float]] = {name: [] for name in calls}
@@ -70,16 +72,25 @@ def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str], question
         for name in names if i % 2 else names[::-1]:
             start = time.perf_counter()
             with tenant_scope(conn, tenant):
-                rows[name] = conn.execute(calls[name], [*question, k]).fetchall()
+                rows[name] = conn.execute(calls[name], question).fetchall()
             ms[name].append((time.perf_counter() - start) * 1000)
         if rows["before"] != rows["now"]:
-            raise SystemExit(f"the two versions disagree on {question[0]!r}")
+            raise SystemExit(f"the two versions disagree on call {i} ({str(question[0])[:60]})")
     return ms
 
 
-def with_vector(question: str) -> list[object]:
-    """The question's 384-dimension `hash` embedding, as the scale suite asks with it."""
-    return [np.asarray(EMBEDDER.embed([question])[0], dtype=np.float32)]
+PLACEHOLDERS = {"text": "%s, %s", "text-vector": "%s, %s, %s", "walk": "%s::bigint[], %s, '{}'::jsonb"}
+
+
+def arguments(conn: psycopg.Connection, shape: str, question: str, k: int) -> list[object]:
+    """One call's arguments for `shape` (see PLACEHOLDERS); `conn` is inside the tenant's scope."""
+    if shape == "text":
+        return [question, k]
+    vector = np.asarray(EMBEDDER.embed([question])[0], dtype=np.float32)
+    if shape == "text-vector":
+        return [question, vector, k]
+    seeds = [r[0] for r in conn.execute("select node_id from tortus.hybrid_search(%s, %s, 5)", [question, vector])]
+    return [seeds, vector]
 
 
 def main() -> None:
@@ -90,9 +101,9 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--frequent", action="store_true", help="questions holding one of the commonest words")
-    parser.add_argument("--with-vector", action="store_true", help="pass the question's embedding after it")
+    parser.add_argument("--args", choices=list(PLACEHOLDERS), default="text", help="what the function is called with")
     args = parser.parse_args()
-    params = "%s, %s, %s" if args.with_vector else "%s, %s"
+    params = PLACEHOLDERS[args.args]
     calls = {"before": f"select * from {SCHEMA}.{args.function}({params})",
              "now": f"select * from tortus.{args.function}({params})"}
     with connect(database_url(load_settings())) as conn:
@@ -100,11 +111,11 @@ def main() -> None:
         try:
             with tenant_scope(conn, args.tenant):
                 documents = conn.execute("select count(*) from tortus.source").fetchone()[0]  # type: ignore[index]
-            texts = SyntheticCorpus.make(CORPUS).queries(args.questions + 3, documents, frequent=args.frequent,
-                                                         seed=2 if args.frequent else 1)
-            questions: list[list[object]] = [[q, *(with_vector(q) if args.with_vector else [])] for q in texts]
-            timed(conn, args.tenant, calls, questions[:3], args.k)  # warm the caches and the plans
-            ms = timed(conn, args.tenant, calls, questions[3:], args.k)
+                texts = SyntheticCorpus.make(CORPUS).queries(args.questions + 3, documents, frequent=args.frequent,
+                                                             seed=2 if args.frequent else 1)
+                questions = [arguments(conn, args.args, q, args.k) for q in texts]
+            timed(conn, args.tenant, calls, questions[:3])  # warm the caches and the plans
+            ms = timed(conn, args.tenant, calls, questions[3:])
         finally:
             conn.rollback()
             conn.execute(sql.SQL("drop schema {} cascade").format(sql.Identifier(SCHEMA)))

@@ -171,25 +171,31 @@ as $$
         select row_number() over () as r, w.* from tortus.traverse(seeds, query, policy) w
     ),
     hops as (
-        select t.r, t.path, t.edge_types, t.directions, i
+        select t.r, t.edge_types[i] as type, t.directions[i] = 'portal' as portal,
+               case when t.directions[i] = 'in' then t.path[i + 1] else t.path[i] end as src,
+               case when t.directions[i] = 'in' then t.path[i] else t.path[i + 1] end as dst
         from t cross join lateral generate_subscripts(t.edge_types, 1) as i
         where not t.pruned
     ),
-    support as (
-        select hops.r, coalesce(min(coalesce(e.confidence, 1)), 1)::float8 as min_confidence,
-               coalesce(sum(e.spans), 0)::integer as spans
-        from hops
+    edges as (
+        -- Each edge once: paths share their first hops (a seed's concept leads to many chunks).
+        select h.type, h.src, h.dst, e.confidence, e.spans
+        from (select distinct hops.type, hops.src, hops.dst from hops where not hops.portal) h
         left join lateral (
             -- The LIMIT keeps the planner probing the index rather than hashing the edge table.
             select x.confidence,
                    (select count(*) from tortus.evidence_span sp
                     where sp.tenant_id = x.tenant_id and sp.edge_id = x.edge_id) as spans
             from tortus.edge x
-            where x.tenant_id = tortus.current_tenant() and x.type = hops.edge_types[hops.i]
-              and x.src = case when hops.directions[hops.i] = 'in' then hops.path[hops.i + 1] else hops.path[hops.i] end
-              and x.dst = case when hops.directions[hops.i] = 'in' then hops.path[hops.i] else hops.path[hops.i + 1] end
+            where x.tenant_id = tortus.current_tenant() and x.type = h.type and x.src = h.src and x.dst = h.dst
             limit 1
-        ) e on hops.directions[hops.i] <> 'portal'
+        ) e on true
+    ),
+    support as (
+        select hops.r, coalesce(min(coalesce(e.confidence, 1)), 1)::float8 as min_confidence,
+               coalesce(sum(e.spans), 0)::integer as spans
+        from hops
+        left join edges e on not hops.portal and e.type = hops.type and e.src = hops.src and e.dst = hops.dst
         group by hops.r
     )
     select t.node_id, t.kind, t.label, t.hop, t.path, t.edge_types, t.directions, t.hop_scores, t.reasons,
