@@ -24,10 +24,9 @@ from tortus_pg.embed import make_embedder
 from tortus_pg.engine import answer
 from tortus_pg.eval.metrics import paired_bootstrap_diff
 from tortus_pg.query import chains, terms
-from tortus_pg.scale.corpus import SyntheticCorpus
+from tortus_pg.scale.workloads import tenant_questions
 
 USERS = (bridges, disputes, retrieve, chains, terms)  # the modules whose statements are pinned
-CORPUS = 40_000  # documents of the corpus `tortus-pg bench --scale 10k,100k` builds its tenants from
 
 
 def unpinned(query: str, tenant: str | None) -> str:
@@ -60,8 +59,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=30)
     args = parser.parse_args()
     with connect(database_url(load_settings())) as conn, tenant_scope(conn, args.tenant):
-        documents = conn.execute("select count(*) from tortus.source").fetchone()[0]  # type: ignore[index]
-        ms = timed(conn, SyntheticCorpus.make(CORPUS).queries(args.questions, documents))
+        ms = timed(conn, tenant_questions(conn, args.questions))
     for on in (False, True):
         p50, p95 = np.percentile(ms[on], [50, 95])
         print(f"{'pinned' if on else 'unpinned':9s} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  "

@@ -1,5 +1,5 @@
-"""A search function of sql/ against its version at an earlier commit, alternating the two
-question by question on a scale tenant, as the application role.
+"""A function of sql/ against its version at an earlier commit, alternating the two question by
+question on a scale tenant, as the application role.
 
     python benchmarks/sql_versions.py scale-100k --before 15d0701 [--function bm25_search] [--frequent] [--k 10]
     python benchmarks/sql_versions.py scale-100k --before 29817b6 --function hybrid_search --args text-vector
@@ -9,9 +9,9 @@ The earlier version is read from git, created for the run in a schema of its own
 afterwards) and called like the current one, with `--args`: `text` calls FUNCTION(question, k);
 `text-vector` FUNCTION(question, its hash embedding, k), as the scale suite embeds it; `walk`
 FUNCTION(hybrid search's 5 best chunks, the embedding, '{}'), the walk the scale suite times.
-Both must return the same rows for every question. Run it from the workspace that holds the scale tenants (`tortus-pg
-bench --scale 100k` builds them), as the database owner; the earlier version must still run on
-today's schema.
+Both must return the same rows for every question. Run it from the workspace that holds the
+scale tenants (`tortus-pg bench --scale 100k` builds them), as the database owner; the earlier
+version must still run on today's schema.
 """
 
 from __future__ import annotations
@@ -31,9 +31,8 @@ from tortus_pg.config import load_settings
 from tortus_pg.db import APP_ROLE, connect, database_url, tenant_scope
 from tortus_pg.embed import make_embedder
 from tortus_pg.eval.metrics import paired_bootstrap_diff
-from tortus_pg.scale.corpus import SyntheticCorpus
+from tortus_pg.scale.workloads import tenant_questions
 
-CORPUS = 40_000  # documents of the corpus `tortus-pg bench --scale 10k,100k` builds its tenants from
 SCHEMA = "tortus_before"
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 EMBEDDER = make_embedder("hash", dim=384)
@@ -110,9 +109,7 @@ def main() -> None:
         create_before(conn, definition_at(args.before, args.function))
         try:
             with tenant_scope(conn, args.tenant):
-                documents = conn.execute("select count(*) from tortus.source").fetchone()[0]  # type: ignore[index]
-                texts = SyntheticCorpus.make(CORPUS).queries(args.questions + 3, documents, frequent=args.frequent,
-                                                             seed=2 if args.frequent else 1)
+                texts = tenant_questions(conn, args.questions + 3, frequent=args.frequent)
                 questions = [arguments(conn, args.args, q, args.k) for q in texts]
             timed(conn, args.tenant, calls, questions[:3])  # warm the caches and the plans
             ms = timed(conn, args.tenant, calls, questions[3:])

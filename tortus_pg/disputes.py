@@ -12,6 +12,10 @@ from tortus_pg.db import pinned
 from tortus_pg.evidence import Evidence
 
 _CONTRADICTIONS = """
+with chunk_span as materialized (
+    select c.source_id, c.start_char, c.end_char from tortus.evidence_span c
+    where c.tenant_id = tortus.current_tenant() and c.node_id = any(%(chunks)s::bigint[])
+)
 select a.label, e.type, b.label, e.confidence,
        tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char
 from tortus.edge e
@@ -22,11 +26,9 @@ join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_i
 where e.tenant_id = tortus.current_tenant() and e.type = 'contradicts'
   -- The spans read are those of the chunks' own sources, found by key: whatever the planner
   -- guesses of how many edges contradict, it never reads a tenant's spans whole.
-  and sp.source_id = any(array(select c.source_id from tortus.evidence_span c
-                               where c.tenant_id = tortus.current_tenant() and c.node_id = any(%(chunks)s::bigint[])))
-  and exists (select 1 from tortus.evidence_span c
-              where c.tenant_id = sp.tenant_id and c.node_id = any(%(chunks)s::bigint[]) and c.source_id = sp.source_id
-                and c.start_char <= sp.start_char and sp.end_char <= c.end_char)
+  and sp.source_id = any(array(select c.source_id from chunk_span c))
+  and exists (select 1 from chunk_span c
+              where c.source_id = sp.source_id and c.start_char <= sp.start_char and sp.end_char <= c.end_char)
 order by e.confidence desc, a.label, b.label
 limit 5
 """

@@ -13,10 +13,12 @@ import psycopg
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.engine import answer
+from tortus_pg.scale.corpus import SyntheticCorpus
 from tortus_pg.scale.timing import Workload
 
 K = 10
 SEEDS = 5  # the walk starts from hybrid search's best chunks, as the engine's does
+SUITE_DOCUMENTS = 40_000  # the corpus `tortus-pg bench --scale 10k,100k` builds its tenants from
 
 _BM25 = "select node_id from tortus.bm25_search(%s, %s)"
 _VECTOR = "select node_id from tortus.vector_search(%s, %s)"
@@ -31,6 +33,14 @@ class Asked:
     text: str
     vector: np.ndarray
     seeds: list[int]
+
+
+def tenant_questions(conn: psycopg.Connection, count: int, *, frequent: bool = False) -> list[str]:
+    """`count` questions about the documents of the scale tenant `conn` is scoped to, drawn as the
+    suite draws its own (benchmarks that compare two versions of a query ask these)."""
+    row = conn.execute("select count(*) from tortus.source").fetchone()
+    documents = int(row[0]) if row else 0
+    return SyntheticCorpus.make(SUITE_DOCUMENTS).queries(count, documents, frequent=frequent, seed=2 if frequent else 1)
 
 
 def prepare(url: str, tenant: str, questions: Sequence[str], embedder: Embedder) -> tuple[list[Asked], list[float]]:
