@@ -2,7 +2,7 @@
 
 import pytest
 
-from tortus_pg.answer_type import TYPES, expected_type
+from tortus_pg.answer_type import TYPES, expected_type, names_in
 
 
 @pytest.mark.parametrize(("question", "kind"), [
@@ -113,3 +113,12 @@ def test_person_place_and_name_are_not_required_of_an_answer() -> None:
     required = {t.name: t.required for t in TYPES}
     assert not required["a person"] and not required["a place"] and not required["a name"]
     assert required["a time"] and required["an amount"]
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("The election followed Ezer Weizman's resignation.", ["Ezer Weizman"]),
+    ("It is Mozart’s Eine kleine Nachtmusik.", ["Mozart", "Eine", "Nachtmusik"]),
+    ("We met at O'Brien's Bar with Kwabena Asante.", ["O'Brien", "Bar", "Kwabena Asante"]),
+])
+def test_a_possessive_ends_a_name(text: str, names: list[str]) -> None:
+    assert names_in(text) == names

@@ -39,6 +39,17 @@ def test_the_first_statement_names_a_bridge_and_the_document_about_it_answers() 
     assert short == "Dario Feltham"
 
 
+def test_a_bridge_named_in_the_possessive_leads_to_the_document_about_it() -> None:
+    question = "In what year was the man whose resignation led to the 2000 election born?"
+    quoted, _ = read(question, [
+        ("Election of 2000", ["The 2000 election followed Ezer Weizman's resignation."]),
+        ("Ezer Weizman", ["Ezer Weizman (15 June 1924 – 24 April 2005) was a general."]),
+        ("Moshe Katsav", ["Moshe Katsav (born 5 December 1945) was a minister."]),
+    ], weights={"resignation": 3.0, "election": 2.0, "2000": 2.0, "born": 1.0, "year": 1.0, "man": 1.0})
+    assert quoted[:2] == ["The 2000 election followed Ezer Weizman's resignation.",
+                          "Ezer Weizman (15 June 1924 – 24 April 2005) was a general."]
+
+
 def test_a_sentence_opening_with_the_bridge_is_about_it() -> None:
     question = "What did merchants see during INC-7?"
     quoted, short = read(question, [

@@ -57,6 +57,7 @@ _FUNCTION_WORDS = frozenset({
     "no", "not", "one"
 })
 _NAMES = re.compile(_NAME)
+_POSSESSIVE = re.compile(r"['’]s\b\s*")
 
 
 def names_in(text: str) -> list[str]:
@@ -64,9 +65,12 @@ def names_in(text: str) -> list[str]:
     closed-class word that merely opens a sentence ("The", "It")."""
     found = []
     for m in _NAMES.finditer(text):
-        value = m.group(0).strip("` ")
-        if len(value) > 2 and value.casefold() not in _FUNCTION_WORDS:
-            found.append(value)
+        # A possessive ends a name: "Ezer Weizman's resignation" names Ezer Weizman, and
+        # "Mozart's Eine kleine Nachtmusik" two things.
+        for part in _POSSESSIVE.split(m.group(0)):
+            value = part.strip("` ")
+            if len(value) > 2 and value.casefold() not in _FUNCTION_WORDS:
+                found.append(value)
     return found
 
 
