@@ -119,6 +119,9 @@ def test_person_place_and_name_are_not_required_of_an_answer() -> None:
     ("The election followed Ezer Weizman's resignation.", ["Ezer Weizman"]),
     ("It is Mozart’s Eine kleine Nachtmusik.", ["Mozart", "Eine", "Nachtmusik"]),
     ("We met at O'Brien's Bar with Kwabena Asante.", ["O'Brien", "Bar", "Kwabena Asante"]),
+    ("It starred Valerie Hobson and Alan Hale.", ["Valerie Hobson", "Alan Hale"]),
+    ("Granite Peak is in the Santa Rosa Range and Humboldt County.", ["Granite Peak", "Santa Rosa Range",
+                                                                      "Humboldt County"]),
 ])
-def test_a_possessive_ends_a_name(text: str, names: list[str]) -> None:
+def test_a_possessive_or_and_ends_a_name(text: str, names: list[str]) -> None:
     assert names_in(text) == names

@@ -57,7 +57,8 @@ _FUNCTION_WORDS = frozenset({
     "no", "not", "one"
 })
 _NAMES = re.compile(_NAME)
-_POSSESSIVE = re.compile(r"['’]s\b\s*")
+# Where one name ends and the next begins inside a run of capitalised words.
+_NAME_ENDS = re.compile(r"['’]s\b\s*|\s+and\s+")
 
 
 def names_in(text: str) -> list[str]:
@@ -65,9 +66,9 @@ def names_in(text: str) -> list[str]:
     closed-class word that merely opens a sentence ("The", "It")."""
     found = []
     for m in _NAMES.finditer(text):
-        # A possessive ends a name: "Ezer Weizman's resignation" names Ezer Weizman, and
-        # "Mozart's Eine kleine Nachtmusik" two things.
-        for part in _POSSESSIVE.split(m.group(0)):
+        # A possessive ends a name ("Ezer Weizman's resignation" names Ezer Weizman), and "and"
+        # joins two ("Valerie Hobson and Alan Hale"), so each can lead to the document about it.
+        for part in _NAME_ENDS.split(m.group(0)):
             value = part.strip("` ")
             if len(value) > 2 and value.casefold() not in _FUNCTION_WORDS:
                 found.append(value)
