@@ -122,6 +122,7 @@ def test_person_place_and_name_are_not_required_of_an_answer() -> None:
     ("It starred Valerie Hobson and Alan Hale.", ["Valerie Hobson", "Alan Hale"]),
     ("Granite Peak is in the Santa Rosa Range and Humboldt County.", ["Granite Peak", "Santa Rosa Range",
                                                                       "Humboldt County"]),
+    ("It reads `the user's limit and quota` first.", ["the user's limit and quota"]),
 ])
 def test_a_possessive_or_and_ends_a_name(text: str, names: list[str]) -> None:
     assert names_in(text) == names

@@ -68,7 +68,9 @@ def names_in(text: str) -> list[str]:
     for m in _NAMES.finditer(text):
         # A possessive ends a name ("Ezer Weizman's resignation" names Ezer Weizman), and "and"
         # joins two ("Valerie Hobson and Alan Hale"), so each can lead to the document about it.
-        for part in _NAME_ENDS.split(m.group(0)):
+        # A code span is one name whatever it holds.
+        parts = [m.group(0)] if m.group(0).startswith("`") else _NAME_ENDS.split(m.group(0))
+        for part in parts:
             value = part.strip("` ")
             if len(value) > 2 and value.casefold() not in _FUNCTION_WORDS:
                 found.append(value)
