@@ -38,6 +38,14 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("For how long are the keys kept?", "a duration or length"),
     # A comma clause after anything else is a relative or an apposition, not the question.
     ("The pilot, who flew alone, worked in what profession?", None),
+    # "What is the <noun> of …" asks for what the noun names, as "Which <noun> …" does.
+    ("What is the date of death of the director of the film?", "a time"),
+    ("What was the year of the merger?", "a time"),
+    ("What is the place of birth of the band's singer?", "a place"),
+    ("What was the country of origin of the breed?", "a place"),
+    ("What is the population of the town where the mill stands?", "an amount"),
+    ("What is the name of the queue the gateway writes to?", "a name"),
+    ("What is the cause of death of the composer?", None),  # a cause has no form to check
 ])
 def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     found = expected_type(question)

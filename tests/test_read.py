@@ -139,6 +139,16 @@ def test_the_short_answer_is_not_the_bridge_the_first_statement_named() -> None:
     assert short == "American"
 
 
+def test_what_is_the_date_of_asks_for_the_date_the_answering_sentence_gives() -> None:
+    question = "What is the date of death of the director of The Quiet Shore?"
+    quoted, short = read(question, [
+        ("The Quiet Shore", ["The Quiet Shore is a 1931 drama film directed by Ada Verhoeven."]),
+        ("Ada Verhoeven", ["Ada Verhoeven was a Dutch director.", "Verhoeven died on 3 March 1962 in Leiden."]),
+    ], weights={"date": 1.0, "death": 2.0, "director": 1.0, "quiet": 2.0, "shore": 2.0})
+    assert "Verhoeven died on 3 March 1962 in Leiden." in quoted
+    assert short == "3 March 1962"
+
+
 def test_the_answer_model_weighs_only_signals_the_reader_measures() -> None:
     sentences = [Sentence(0, 0, 10, "Ana Silva was born in Porto."), Sentence(1, 0, 10, "Porto lies on the Douro.")]
     page = Page(sentences, [words(s.text) for s in sentences], [set(), set()], ["Ana Silva", "Porto"], [0.4, 0.2],

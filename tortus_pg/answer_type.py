@@ -12,7 +12,9 @@ expected type, nor do questions in languages other than English, whose openings 
 patterns do not read. "Who …" asks for a person, "Where …" / "Which city …" for a place and
 "Which / What <noun> …" for a name; those are not required of an answer (capitalised words are
 in every sentence), but they tell the reader which sentence of a chain answers and which span
-of it is the short answer (`AnswerType.values`).
+of it is the short answer (`AnswerType.values`). "What is the <noun> of …" asks for what its
+noun names, as "Which <noun> …" does: "the date of death" a time, "the place of birth" a
+place, "the population" an amount, "the name" a name.
 """
 
 from __future__ import annotations
@@ -121,7 +123,8 @@ TYPES = (  # the first whose question pattern matches applies
         "a time",
         re.compile(r"^\W*(?:(?:since|until|by|from|in|on|at|during)\s+)?(?:when\b|(?:what|which)\s+"
                    r"(?:year|date|day|month|decade|century|time)\b)"
-                   r"|\b(?:what|which)\s+(?:year|date|decade|century)\b", re.I),  # "… formed in what year?"
+                   r"|\b(?:what|which)\s+(?:year|date|decade|century)\b"  # "… formed in what year?"
+                   r"|^\W*what\s+(?:is|was|are|were)\s+the\s+(?:year|date|day|month|decade|century)\b", re.I),
         re.compile(rf"{_NUMBER}|\b(?-i:{_MONTHS})\b|\b(?:{_PERIODS}|before|after|during|until|since|ago|century|decade)\b",
                    re.I),
     ),
@@ -142,7 +145,8 @@ TYPES = (  # the first whose question pattern matches applies
         "an amount",
         re.compile(r"^\W*(?:(?:for|by|in|to)\s+)?how\s+(?:many|much|often|old|far|big|large|tall|high|fast|heavy"
                    r"|deep|wide)\b|"
-                   r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b", re.I),
+                   r"^\W*what\s+(?:(?:is|was|are|were)\s+the\s+)?(?:percentage|proportion|share|number|population)"
+                   r"\s+of\b", re.I),
         re.compile(rf"{_NUMBER}|\b(?:{_NUMBER_WORDS}|{_PERIODS}|no|none|all)\b", re.I),
     ),
     AnswerType(
@@ -154,7 +158,9 @@ TYPES = (  # the first whose question pattern matches applies
     AnswerType(
         "a place",
         re.compile(r"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:city|country|state|region|town"
-                   r"|county|province|village|place|continent|location)\b)", re.I),
+                   r"|county|province|village|place|continent|location)\b"
+                   r"|what\s+(?:is|was|are|were)\s+the\s+(?:city|country|state|region|town|county|province|village"
+                   r"|place|continent|location|birthplace|hometown)\b)", re.I),
         re.compile(_NAME),
         required=False,
     ),
@@ -162,7 +168,8 @@ TYPES = (  # the first whose question pattern matches applies
         "a name",
         re.compile(r"^\W*(?:(?:in|at|from|to|on|by|for|of|with|under)\s+)?(?:which|what)\s+(?!(?:is|was|are|were|does"
                    r"|do|did|has|have|had|can|could|will|would|should|must|may|might|shall|happen\w*|went|goes"
-                   r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]", re.I),
+                   r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]"
+                   r"|^\W*what\s+(?:is|was|are|were)\s+the\s+(?:name|title)\s+of\b", re.I),
         re.compile(_NAME),
         required=False,
     ),
