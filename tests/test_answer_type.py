@@ -46,6 +46,13 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("What is the population of the town where the mill stands?", "an amount"),
     ("What is the name of the queue the gateway writes to?", "a name"),
     ("What is the cause of death of the composer?", None),  # a cause has no form to check
+    # The noun may follow modifiers, and ends before a preposition, a relative or the question's end.
+    ("What is the nightly cut-off time for the export?", "a time"),
+    ("What is the maximum number of retries for a payment?", "an amount"),
+    ("What is the retention period of the audit log?", "a duration or length"),
+    ("What was the time?", "a time"),
+    ("What is the time limit?", None),  # "time" modifies "limit"
+    ("What is the p99 latency target of the gateway?", None),
 ])
 def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     found = expected_type(question)

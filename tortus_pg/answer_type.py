@@ -13,8 +13,9 @@ patterns do not read. "Who …" asks for a person, "Where …" / "Which city …
 "Which / What <noun> …" for a name; those are not required of an answer (capitalised words are
 in every sentence), but they tell the reader which sentence of a chain answers and which span
 of it is the short answer (`AnswerType.values`). "What is the <noun> of …" asks for what its
-noun names, as "Which <noun> …" does: "the date of death" a time, "the place of birth" a
-place, "the population" an amount, "the name" a name.
+noun names, as "Which <noun> …" does, after the noun's modifiers: "the date of death" a time,
+"the place of birth" a place, "the maximum number of retries" an amount, "the retention
+period" a duration, "the name" a name.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ _FUNCTION_WORDS = frozenset({
     "no", "not", "one"
 })
 _NAMES = re.compile(_NAME)
+
+
+def _copula(nouns: str) -> str:
+    """"What is the <noun> of …", its noun after up to three modifiers ("the daily cut-off time
+    for …", "the maximum number of …") and before a preposition, a relative or the end."""
+    return (rf"^\W*what\s+(?:is|was|are|were)\s+the\s+(?:[\w'’-]+\s+){{0,3}}?(?:{nouns})"
+            r"(?:\s+(?:of|for|in|on|at|to|from|between|that|which|when|where|whose)\b|\W*$)")
 # Where one name ends and the next begins inside a run of capitalised words.
 _NAME_ENDS = re.compile(r"['’]s\b\s*|\s+and\s+")
 
@@ -124,7 +132,7 @@ TYPES = (  # the first whose question pattern matches applies
         re.compile(r"^\W*(?:(?:since|until|by|from|in|on|at|during)\s+)?(?:when\b|(?:what|which)\s+"
                    r"(?:year|date|day|month|decade|century|time)\b)"
                    r"|\b(?:what|which)\s+(?:year|date|decade|century)\b"  # "… formed in what year?"
-                   r"|^\W*what\s+(?:is|was|are|were)\s+the\s+(?:year|date|day|month|decade|century)\b", re.I),
+                   r"|" + _copula("year|date|day|month|decade|century|time|deadline|cut-?off"), re.I),
         re.compile(rf"{_NUMBER}|\b(?-i:{_MONTHS})\b|\b(?:{_PERIODS}|before|after|during|until|since|ago|century|decade)\b",
                    re.I),
     ),
@@ -137,7 +145,8 @@ TYPES = (  # the first whose question pattern matches applies
     ),
     AnswerType(
         "a duration or length",
-        re.compile(r"^\W*(?:(?:for|by|in)\s+)?how\s+long\b", re.I),
+        re.compile(r"^\W*(?:(?:for|by|in)\s+)?how\s+long\b"
+                   r"|" + _copula("period|duration|interval|window|lifetime|timeout|length"), re.I),
         re.compile(rf"(?:{_NUMBER}|\b(?:{_NUMBER_WORDS}|a|an)\b)\s*-?\s*(?:{_UNITS})\b"
                    r"|\b(?:indefinitely|forever|permanently)\b", re.I),
     ),
@@ -145,8 +154,8 @@ TYPES = (  # the first whose question pattern matches applies
         "an amount",
         re.compile(r"^\W*(?:(?:for|by|in|to)\s+)?how\s+(?:many|much|often|old|far|big|large|tall|high|fast|heavy"
                    r"|deep|wide)\b|"
-                   r"^\W*what\s+(?:(?:is|was|are|were)\s+the\s+)?(?:percentage|proportion|share|number|population)"
-                   r"\s+of\b", re.I),
+                   r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b"
+                   r"|" + _copula("percentage|proportion|share|number|population|count|amount|total"), re.I),
         re.compile(rf"{_NUMBER}|\b(?:{_NUMBER_WORDS}|{_PERIODS}|no|none|all)\b", re.I),
     ),
     AnswerType(
@@ -158,9 +167,9 @@ TYPES = (  # the first whose question pattern matches applies
     AnswerType(
         "a place",
         re.compile(r"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:city|country|state|region|town"
-                   r"|county|province|village|place|continent|location)\b"
-                   r"|what\s+(?:is|was|are|were)\s+the\s+(?:city|country|state|region|town|county|province|village"
-                   r"|place|continent|location|birthplace|hometown)\b)", re.I),
+                   r"|county|province|village|place|continent|location)\b)"
+                   r"|" + _copula("city|country|state|region|town|county|province|village|place|continent|location"
+                                  "|birthplace|hometown"), re.I),
         re.compile(_NAME),
         required=False,
     ),
@@ -169,7 +178,7 @@ TYPES = (  # the first whose question pattern matches applies
         re.compile(r"^\W*(?:(?:in|at|from|to|on|by|for|of|with|under)\s+)?(?:which|what)\s+(?!(?:is|was|are|were|does"
                    r"|do|did|has|have|had|can|could|will|would|should|must|may|might|shall|happen\w*|went|goes"
                    r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]"
-                   r"|^\W*what\s+(?:is|was|are|were)\s+the\s+(?:name|title)\s+of\b", re.I),
+                   r"|" + _copula("name|title"), re.I),
         re.compile(_NAME),
         required=False,
     ),
