@@ -115,6 +115,11 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
     ("Where should urgent problems go?", "Post in #data-platform-urgent.", ["#data-platform-urgent"]),
     ("How many retries are allowed?", "Retries are capped at 5 per call.", ["5"]),
     ("How long are keys kept?", "Keys are kept for 36 hours, then dropped.", ["36 hours"]),
+    # A place the sentence puts after "in", "at", "from" or "near" comes before its other names.
+    ("Where did the director die?", "Alfred Santell, an American director, died in Salinas.",
+     ["Salinas", "Alfred Santell", "American"]),
+    ("What is the place of birth of the singer?", "Ada Lowe was born at Leeds and sang with The Owls.",
+     ["Leeds", "Ada Lowe", "The Owls"]),
 ])
 def test_values_are_the_spans_of_the_type_the_question_does_not_say(
     question: str, sentence: str, values: list[str]

@@ -95,6 +95,9 @@ class AnswerType:
     # Whether an answer must give one: a time, a sum, a duration or an amount is checkable by its
     # form; a person, place or name is only a reading aid (capitalised words are everywhere).
     required: bool = True
+    # What a sentence says just before a value of this type when it states one plainly ("born
+    # in Leeds", "died at Salinas"): such values come first of a sentence's.
+    cue: re.Pattern[str] | None = None
 
     def given_by(self, text: str) -> bool:
         return self.answer.search(text) is not None
@@ -109,8 +112,9 @@ class AnswerType:
             words = {w.casefold() for w in re.findall(r"\w+", value)}
             opening = re.fullmatch(r"[A-Z][a-z'’]+", value) is not None and _OPENING.search(text, 0, start)
             if value and not words <= said and not opening:
-                found.append(value)
-        return found
+                cued = self.cue is not None and self.cue.search(text, 0, start) is not None
+                found.append((not cued, value))
+        return [value for _, value in sorted(found, key=lambda x: x[0])]
 
     def _runs(self, text: str) -> list[tuple[int, int]]:
         """The spans of the answer pattern, adjacent ones (a space or a comma apart) joined:
@@ -172,6 +176,7 @@ TYPES = (  # the first whose question pattern matches applies
                                   "|birthplace|hometown"), re.I),
         re.compile(_NAME),
         required=False,
+        cue=re.compile(r"\b(?:in|at|from|near)\s+(?:the\s+)?$", re.I),
     ),
     AnswerType(
         "a name",
