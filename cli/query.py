@@ -114,6 +114,10 @@ def _render(result: Answer, explain: bool) -> None:
     if result.withheld:
         console.print(Text.assemble(("Not enough source-backed evidence to answer", "bold yellow"),
                                     f" (support {result.confidence:.2f})."))
+        if result.diagnostics.get("draft"):
+            # What the reader would have quoted: a lead to check against the sources, not an answer.
+            console.print("Closest statements found, too weakly supported to answer:", style="yellow")
+            console.print(f"  {result.diagnostics['draft']}", style="dim")
     else:
         console.print(result.answer or "", style="bold")
         short = f"short answer: {result.short_answer}; " if result.short_answer else ""

@@ -88,6 +88,17 @@ def test_weather_question_is_withheld(demo: tuple[Path, dict[str, str]]) -> None
     shown = runner.invoke(app, ["--workspace", str(ws), "query", "What will the weather be like in Lisbon tomorrow?"],
                           env=env)
     assert shown.exit_code == 0 and "Not enough source-backed evidence to answer (support 0." in shown.output
+    # What the reader drafted is shown as a lead to check, never as the answer.
+    draft = out["diagnostics"]["draft"]
+    assert out["refusal"] == Refusal.LOW_SUPPORT.name and draft
+    assert "Closest statements found, too weakly supported to answer:" in shown.output
+    assert " ".join(draft.split()[:4]) in " ".join(shown.output.split())
+
+
+def test_no_draft_is_offered_when_what_the_question_names_is_in_no_evidence(demo: tuple[Path, dict[str, str]]) -> None:
+    out = query(*demo, "What does error code E-9931 mean?")
+    assert out["withheld"] and out["refusal"] == Refusal.MISSING_IDENTIFIER.name
+    assert out["diagnostics"]["draft"] is None
 
 
 def test_explain_renders_the_path_with_quotes(demo: tuple[Path, dict[str, str]]) -> None:
