@@ -53,6 +53,13 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("What was the time?", "a time"),
     ("What is the time limit?", None),  # "time" modifies "limit"
     ("What is the p99 latency target of the gateway?", None),
+    # A question may ask where its answer would stand, at its end; "how many" anywhere.
+    ("The show was written by who?", "a person"),
+    ("The craft the plane was built for were first developed when?", "a time"),
+    ("The team played in a league based in what state?", "a place"),
+    ("The hall belongs to a university located in which Australian city?", "a place"),
+    ("The singer, who left the band in 1990, was born where?", "a place"),
+    ("The state where the painter died has how many congressional districts?", "an amount"),
 ])
 def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     found = expected_type(question)

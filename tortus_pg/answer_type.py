@@ -15,7 +15,10 @@ in every sentence), but they tell the reader which sentence of a chain answers a
 of it is the short answer (`AnswerType.values`). "What is the <noun> of …" asks for what its
 noun names, as "Which <noun> …" does, after the noun's modifiers: "the date of death" a time,
 "the place of birth" a place, "the maximum number of retries" an amount, "the retention
-period" a duration, "the name" a name.
+period" a duration, "the name" a name. A question may also ask where its answer would stand,
+at its end: "… founded by who?" asks for a person, "… first developed when?" for a time,
+"… based in what state?" or "… born where?" for a place; "how many" asks for an amount
+wherever it stands.
 """
 
 from __future__ import annotations
@@ -136,6 +139,7 @@ TYPES = (  # the first whose question pattern matches applies
         re.compile(r"^\W*(?:(?:since|until|by|from|in|on|at|during)\s+)?(?:when\b|(?:what|which)\s+"
                    r"(?:year|date|day|month|decade|century|time)\b)"
                    r"|\b(?:what|which)\s+(?:year|date|decade|century)\b"  # "… formed in what year?"
+                   r"|\bwhen\W*$"  # "… first developed when?"
                    r"|" + _copula("year|date|day|month|decade|century|time|deadline|cut-?off"), re.I),
         re.compile(rf"{_NUMBER}|\b(?-i:{_MONTHS})\b|\b(?:{_PERIODS}|before|after|during|until|since|ago|century|decade)\b",
                    re.I),
@@ -158,13 +162,13 @@ TYPES = (  # the first whose question pattern matches applies
         "an amount",
         re.compile(r"^\W*(?:(?:for|by|in|to)\s+)?how\s+(?:many|much|often|old|far|big|large|tall|high|fast|heavy"
                    r"|deep|wide)\b|"
-                   r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b"
+                   r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b|\bhow\s+many\b"
                    r"|" + _copula("percentage|proportion|share|number|population|count|amount|total"), re.I),
         re.compile(rf"{_NUMBER}|\b(?:{_NUMBER_WORDS}|{_PERIODS}|no|none|all)\b", re.I),
     ),
     AnswerType(
         "a person",
-        re.compile(r"^\W*(?:(?:by|to|with|for|from)\s+)?(?:who|whom|whose)\b", re.I),
+        re.compile(r"^\W*(?:(?:by|to|with|for|from)\s+)?(?:who|whom|whose)\b|\b(?:who|whom)\W*$", re.I),
         re.compile(_PERSON),
         required=False,
     ),
@@ -173,7 +177,9 @@ TYPES = (  # the first whose question pattern matches applies
         re.compile(r"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:city|country|state|region|town"
                    r"|county|province|village|place|continent|location)\b)"
                    r"|" + _copula("city|country|state|region|town|county|province|village|place|continent|location"
-                                  "|birthplace|hometown"), re.I),
+                                  "|birthplace|hometown")
+                   + r"|\b(?:in|from|at|of|to)\s+(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:city|country|state|region|town"
+                     r"|county|province|village|continent)\W*$|\bwhere\W*$", re.I),
         re.compile(_NAME),
         required=False,
         cue=re.compile(r"\b(?:in|at|from|near)\s+(?:the\s+)?$", re.I),
