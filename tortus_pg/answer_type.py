@@ -64,12 +64,6 @@ _FUNCTION_WORDS = frozenset({
 })
 _NAMES = re.compile(_NAME)
 
-
-def _copula(nouns: str) -> str:
-    """"What is the <noun> of …", its noun after up to three modifiers ("the daily cut-off time
-    for …", "the maximum number of …") and before a preposition, a relative or the end."""
-    return (rf"^\W*what\s+(?:is|was|are|were)\s+the\s+(?:[\w'’-]+\s+){{0,3}}?(?:{nouns})"
-            r"(?:\s+(?:of|for|in|on|at|to|from|between|that|which|when|where|whose)\b|\W*$)")
 # Where one name ends and the next begins inside a run of capitalised words.
 _NAME_ENDS = re.compile(r"['’]s\b\s*|\s+and\s+")
 
@@ -131,6 +125,14 @@ class AnswerType:
             else:
                 runs.append((m.start(), m.end()))
         return runs
+
+
+def _copula(nouns: str) -> str:
+    """The pattern of "What is the <noun> of …" for one of `nouns`: the noun after up to three
+    modifiers ("the daily cut-off time for …", "the maximum number of …") and before a
+    preposition, a relative or the question's end."""
+    return (rf"^\W*what\s+(?:is|was|are|were)\s+the\s+(?:[\w'’-]+\s+){{0,3}}?(?:{nouns})"
+            r"(?:\s+(?:of|for|in|on|at|to|from|between|that|which|when|where|whose)\b|\W*$)")
 
 
 TYPES = (  # the first whose question pattern matches applies

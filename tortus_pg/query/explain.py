@@ -56,8 +56,8 @@ def diagnostics(state: State) -> dict[str, Any]:
         "reached_chunks": len(state.scores), "coverage": round(synthesis.coverage, 4),
         "missing_terms": synthesis.missing, "answer_type": q.answer_type.name if q.answer_type else None,
         "contradictions": state.contradictions, "timings": clock.timings, "degraded": clock.degraded,
-        # A withheld answer's draft, a lead to check; none when what the question names is in no evidence.
         "signals": synthesis.signals,
+        # A withheld answer's draft, a lead to check; none when what the question names is in no evidence.
         "draft": cited_text(synthesis.draft) if synthesis.withheld and synthesis.refusal not in HARD_REFUSALS else None,
         "shard_crossings": sum(1 for hop in state.path if hop.get("shard_crossing")),
     }
