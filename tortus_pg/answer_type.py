@@ -63,7 +63,6 @@ _FUNCTION_WORDS = frozenset({
     "no", "not", "one"
 })
 _NAMES = re.compile(_NAME)
-
 # Where one name ends and the next begins inside a run of capitalised words.
 _NAME_ENDS = re.compile(r"['’]s\b\s*|\s+and\s+")
 
