@@ -60,6 +60,9 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("The hall belongs to a university located in which Australian city?", "a place"),
     ("The singer, who left the band in 1990, was born where?", "a place"),
     ("The state where the painter died has how many congressional districts?", "an amount"),
+    ("The song's writer was the second wife of what singer?", "a name"),
+    ("He served as chief of staff to which Queensland senator?", "a name"),
+    ("The club takes part in what?", None),  # a bare "what" names no kind of thing
 ])
 def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     found = expected_type(question)

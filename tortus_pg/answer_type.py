@@ -17,8 +17,8 @@ noun names, as "Which <noun> …" does, after the noun's modifiers: "the date of
 "the place of birth" a place, "the maximum number of retries" an amount, "the retention
 period" a duration, "the name" a name. A question may also ask where its answer would stand,
 at its end: "… founded by who?" asks for a person, "… first developed when?" for a time,
-"… based in what state?" or "… born where?" for a place; "how many" asks for an amount
-wherever it stands.
+"… based in what state?" or "… born where?" for a place, "… the wife of what singer?" for a
+name; "how many" asks for an amount wherever it stands.
 """
 
 from __future__ import annotations
@@ -190,7 +190,8 @@ TYPES = (  # the first whose question pattern matches applies
         re.compile(r"^\W*(?:(?:in|at|from|to|on|by|for|of|with|under)\s+)?(?:which|what)\s+(?!(?:is|was|are|were|does"
                    r"|do|did|has|have|had|can|could|will|would|should|must|may|might|shall|happen\w*|went|goes"
                    r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]"
-                   r"|" + _copula("name|title"), re.I),
+                   r"|" + _copula("name|title")
+                   + r"|\b(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$", re.I),  # "… wife of what singer?"
         re.compile(_NAME),
         required=False,
     ),
