@@ -36,8 +36,9 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("When the cluster fails over, how long are writes down?", "a duration or length"),
     ("In the country it serves, what percentage of parcels arrive late?", "an amount"),
     ("For how long are the keys kept?", "a duration or length"),
-    # A comma clause after anything else is a relative or an apposition, not the question.
-    ("The pilot, who flew alone, worked in what profession?", None),
+    # A comma clause after anything else is a relative or an apposition, not the question: the
+    # whole sentence asks, here in place ("… in what profession?").
+    ("The pilot, who flew alone, worked in what profession?", "a name"),
     # "What is the <noun> of …" asks for what the noun names, as "Which <noun> …" does.
     ("What is the date of death of the director of the film?", "a time"),
     ("What was the year of the merger?", "a time"),

@@ -191,7 +191,8 @@ TYPES = (  # the first whose question pattern matches applies
                    r"|do|did|has|have|had|can|could|will|would|should|must|may|might|shall|happen\w*|went|goes"
                    r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]"
                    r"|" + _copula("name|title")
-                   + r"|\b(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$", re.I),  # "… wife of what singer?"
+                   # "… the wife of what singer?": "what" or "which" and its noun ending the question, not opening it
+                   + r"|(?<=[\w'’\")]\s)(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$", re.I),
         re.compile(_NAME),
         required=False,
     ),
