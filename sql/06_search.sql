@@ -176,13 +176,16 @@ return (
     select coalesce(array_agg(distinct t.lexeme), '{}')
     from unnest(to_tsvector(config, left(query, 10000))) as t
     where t.lexeme ~ '[0-9]' and t.lexeme ~ '[.\-_/]' and t.lexeme ~ '[0-9][^0-9]*[0-9]'
+      -- The second number of a range ("1945-1949", "the 2003-04 season") names nothing.
+      and not (t.lexeme ~ '^-[0-9]+$'
+               and left(query, 10000) ~ ('(^|[^[:alnum:]_.-])[0-9]+' || t.lexeme || '($|[^[:alnum:]_.-])'))
 );
 
 comment on function tortus.identifier_lexemes(text, regconfig) is
 'The identifier-like lexemes of a query: tokens with at least two digits and a separator (. - _ /): '
 'clause numbers such as 7.3.2, versions such as 4.2, the -1042 of error code E-1042. Plain numbers '
-'such as years and names such as p53 are not identifiers (titles carrying a gene name are not '
-'definitions of it).';
+'such as years, ranges of numbers such as 1945-1949, and names such as p53 are not identifiers '
+'(titles carrying a gene name are not definitions of it).';
 
 create or replace function tortus.hybrid_search(
     query text, query_vector vector, k integer default 10,

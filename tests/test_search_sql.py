@@ -279,6 +279,8 @@ def test_hybrid_reports_both_ranks_and_fuses_them(conn: psycopg.Connection, vect
         ("What does clause 7.3.2 say?", ["7.3.2"]),
         ("error E-1042 after upgrading to 4.2", ["-1042", "4.2"]),
         ("born in 1987 in Paris", []),
+        ("played from 1945-1949 and in the 2003-04 season", []),
+        ("what did INC-2025-014 break?", ["-014", "-2025"]),
         ("p53 regulates IL-6 in H1N1", []),
         ("", []),
     ],
