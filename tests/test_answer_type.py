@@ -64,6 +64,7 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("The song's writer was the second wife of what singer?", "a name"),
     ("He served as chief of staff to which Queensland senator?", "a name"),
     ("The club takes part in what?", None),  # a bare "what" names no kind of thing
+    ("Who won the cup, and how many times?", "a person"),  # an opening asks before an in-place phrase
 ])
 def test_the_opening_decides_the_type(question: str, kind: str | None) -> None:
     found = expected_type(question)

@@ -94,6 +94,15 @@ class AnswerType:
     # What a sentence says just before a value of this type when it states one plainly ("born
     # in Leeds", "died at Salinas"): such values come first of a sentence's.
     cue: re.Pattern[str] | None = None
+    # The forms that ask where the answer would stand ("… founded by who?"): read only when no
+    # type's opening matches, so "Who won in 1999 and how many times?" still asks for a person.
+    in_place: re.Pattern[str] | None = None
+
+    def asked_by(self, question: str, in_place: bool = False) -> bool:
+        """Whether `question` asks for this type by its opening, or with `in_place` where the
+        answer would stand."""
+        pattern = self.in_place if in_place else self.question
+        return pattern is not None and pattern.search(question) is not None
 
     def given_by(self, text: str) -> bool:
         return self.answer.search(text) is not None
@@ -134,16 +143,16 @@ def _copula(nouns: str) -> str:
             r"(?:\s+(?:of|for|in|on|at|to|from|between|that|which|when|where|whose)\b|\W*$)")
 
 
-TYPES = (  # the first whose question pattern matches applies
+TYPES = (  # the first whose opening pattern matches applies, else the first whose in-place one does
     AnswerType(
         "a time",
         re.compile(r"^\W*(?:(?:since|until|by|from|in|on|at|during)\s+)?(?:when\b|(?:what|which)\s+"
                    r"(?:year|date|day|month|decade|century|time)\b)"
                    r"|\b(?:what|which)\s+(?:year|date|decade|century)\b"  # "… formed in what year?"
-                   r"|\bwhen\W*$"  # "… first developed when?"
                    r"|" + _copula("year|date|day|month|decade|century|time|deadline|cut-?off"), re.I),
         re.compile(rf"{_NUMBER}|\b(?-i:{_MONTHS})\b|\b(?:{_PERIODS}|before|after|during|until|since|ago|century|decade)\b",
                    re.I),
+        in_place=re.compile(r"\bwhen\W*$", re.I),  # "… first developed when?"
     ),
     AnswerType(
         "a sum of money",
@@ -163,26 +172,29 @@ TYPES = (  # the first whose question pattern matches applies
         "an amount",
         re.compile(r"^\W*(?:(?:for|by|in|to)\s+)?how\s+(?:many|much|often|old|far|big|large|tall|high|fast|heavy"
                    r"|deep|wide)\b|"
-                   r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b|\bhow\s+many\b"
+                   r"^\W*what\s+(?:percentage|proportion|share|number)\s+of\b"
                    r"|" + _copula("percentage|proportion|share|number|population|count|amount|total"), re.I),
         re.compile(rf"{_NUMBER}|\b(?:{_NUMBER_WORDS}|{_PERIODS}|no|none|all)\b", re.I),
+        in_place=re.compile(r"\bhow\s+many\b", re.I),  # "… has how many districts?"
     ),
     AnswerType(
         "a person",
-        re.compile(r"^\W*(?:(?:by|to|with|for|from)\s+)?(?:who|whom|whose)\b|\b(?:who|whom)\W*$", re.I),
+        re.compile(r"^\W*(?:(?:by|to|with|for|from)\s+)?(?:who|whom|whose)\b", re.I),
         re.compile(_PERSON),
         required=False,
+        in_place=re.compile(r"\b(?:who|whom)\W*$", re.I),  # "… founded by who?"
     ),
     AnswerType(
         "a place",
         re.compile(r"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:city|country|state|region|town"
                    r"|county|province|village|place|continent|location)\b)"
                    r"|" + _copula("city|country|state|region|town|county|province|village|place|continent|location"
-                                  "|birthplace|hometown")
-                   + r"|\b(?:in|from|at|of|to)\s+(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:city|country|state|region|town"
-                     r"|county|province|village|continent)\W*$|\bwhere\W*$", re.I),
+                                  "|birthplace|hometown"), re.I),
         re.compile(_NAME),
         required=False,
+        # "… based in what state?", "… born where?"
+        in_place=re.compile(r"\b(?:in|from|at|of|to)\s+(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:city|country|state"
+                            r"|region|town|county|province|village|continent)\W*$|\bwhere\W*$", re.I),
         cue=re.compile(r"\b(?:in|at|from|near)\s+(?:the\s+)?$", re.I),
     ),
     AnswerType(
@@ -190,11 +202,11 @@ TYPES = (  # the first whose question pattern matches applies
         re.compile(r"^\W*(?:(?:in|at|from|to|on|by|for|of|with|under)\s+)?(?:which|what)\s+(?!(?:is|was|are|were|does"
                    r"|do|did|has|have|had|can|could|will|would|should|must|may|might|shall|happen\w*|went|goes"
                    r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]"
-                   r"|" + _copula("name|title")
-                   # "… the wife of what singer?": "what" or "which" and its noun ending the question, not opening it
-                   + r"|(?<=[\w'’\")]\s)(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$", re.I),
+                   r"|" + _copula("name|title"), re.I),
         re.compile(_NAME),
         required=False,
+        # "… the wife of what singer?": "what" or "which" and its noun ending the question, not opening it
+        in_place=re.compile(r"(?<=[\w'’\")]\s)(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$", re.I),
     ),
 )
 
@@ -218,8 +230,10 @@ def _asking_clause(question: str) -> str:
 
 def expected_type(question: str) -> AnswerType | None:
     """The answer type the asking clause's opening asks for (`_asking_clause`), else the
-    question's opening, or None."""
-    for text in dict.fromkeys((_asking_clause(question), question)):
-        if found := next((t for t in TYPES if t.question.search(text)), None):
-            return found
+    question's opening, else what either asks in place (`AnswerType.in_place`), or None."""
+    texts = dict.fromkeys((_asking_clause(question), question))
+    for in_place in (False, True):
+        for text in texts:
+            if found := next((t for t in TYPES if t.asked_by(text, in_place)), None):
+                return found
     return None
