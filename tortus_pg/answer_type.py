@@ -15,8 +15,8 @@ in every sentence), but they tell the reader which sentence of a chain answers a
 of it is the short answer (`AnswerType.values`). "What is the <noun> of …" asks for what its
 noun names, as "Which <noun> …" does, after the noun's modifiers: "the date of death" a time,
 "the place of birth" a place, "the maximum number of retries" an amount, "the retention
-period" a duration, "the name" a name. A question may also ask where its answer would stand,
-at its end: "… founded by who?" asks for a person, "… first developed when?" for a time,
+period" a duration, "the name" a name. A question no opening of which asks may ask where its
+answer would stand, at its end: "… founded by who?" asks for a person, "… first developed when?" for a time,
 "… based in what state?" or "… born where?" for a place, "… the wife of what singer?" for a
 name; "how many" asks for an amount wherever it stands.
 """
