@@ -16,9 +16,9 @@ of it is the short answer (`AnswerType.values`). "What is the <noun> of …" ask
 noun names, as "Which <noun> …" does, after the noun's modifiers: "the date of death" a time,
 "the place of birth" a place, "the maximum number of retries" an amount, "the retention
 period" a duration, "the name" a name. A question no opening of which asks may ask where its
-answer would stand, at its end: "… founded by who?" asks for a person, "… first developed when?" for a time,
-"… based in what state?" or "… born where?" for a place, "… the wife of what singer?" for a
-name; "how many" asks for an amount wherever it stands.
+answer would stand, at its end: "… founded by who?" asks for a person, "… first developed
+when?" for a time, "… based in what state?" or "… born where?" for a place, "… the wife of
+what singer?" for a name; "how many" asks for an amount wherever it stands.
 """
 
 from __future__ import annotations
@@ -143,6 +143,8 @@ def _copula(nouns: str) -> str:
             r"(?:\s+(?:of|for|in|on|at|to|from|between|that|which|when|where|whose)\b|\W*$)")
 
 
+_PLACES = "city|country|state|region|town|county|province|village|place|continent|location"
+
 TYPES = (  # the first whose opening pattern matches applies, else the first whose in-place one does
     AnswerType(
         "a time",
@@ -186,10 +188,8 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
     ),
     AnswerType(
         "a place",
-        re.compile(r"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:city|country|state|region|town"
-                   r"|county|province|village|place|continent|location)\b)"
-                   r"|" + _copula("city|country|state|region|town|county|province|village|place|continent|location"
-                                  "|birthplace|hometown"), re.I),
+        re.compile(rf"^\W*(?:(?:in|at|from|to)\s+)?(?:where\b|(?:which|what)\s+(?:{_PLACES})\b)"
+                   r"|" + _copula(_PLACES + "|birthplace|hometown"), re.I),
         re.compile(_NAME),
         required=False,
         # "… based in what state?", "… born where?"

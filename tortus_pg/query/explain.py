@@ -10,7 +10,7 @@ import psycopg
 from tortus_pg.query.paths import linked_paths, paths
 from tortus_pg.query.refusal import HARD_REFUSALS
 from tortus_pg.query.state import State
-from tortus_pg.synth import cited_text
+from tortus_pg.synth import Synthesis, cited_text
 
 
 def explain(conn: psycopg.Connection, state: State) -> None:
@@ -18,7 +18,7 @@ def explain(conn: psycopg.Connection, state: State) -> None:
     path behind the answer (stage `paths`): the hops to the evidence its claims cite (all
     evidence with `explain`, the two best items when nothing is cited)."""
     synthesis, evidence = state.synthesis, state.evidence
-    drafted = [] if synthesis.refusal in HARD_REFUSALS else synthesis.draft
+    drafted = _offered(synthesis) or []
     quoted = [evidence[c["evidence"]].node_id for c in synthesis.claims or drafted if c.get("evidence") is not None]
     state.ranking = list(dict.fromkeys([*quoted, *state.ranking]))
     cited = state.cited
@@ -57,7 +57,12 @@ def diagnostics(state: State) -> dict[str, Any]:
         "missing_terms": synthesis.missing, "answer_type": q.answer_type.name if q.answer_type else None,
         "contradictions": state.contradictions, "timings": clock.timings, "degraded": clock.degraded,
         "signals": synthesis.signals,
-        # A withheld answer's draft, a lead to check; none when what the question names is in no evidence.
-        "draft": cited_text(synthesis.draft) if synthesis.withheld and synthesis.refusal not in HARD_REFUSALS else None,
+        "draft": cited_text(offered) if synthesis.withheld and (offered := _offered(synthesis)) is not None else None,
         "shard_crossings": sum(1 for hop in state.path if hop.get("shard_crossing")),
     }
+
+
+def _offered(synthesis: Synthesis) -> list[dict[str, Any]] | None:
+    """The draft of a withheld answer, a lead to check; none when what the question names is in
+    no evidence (a hard refusal), whose draft is about something else."""
+    return None if synthesis.refusal in HARD_REFUSALS else synthesis.draft
