@@ -59,8 +59,8 @@ DIRECTIVES: tuple[tuple[GraphQLDirective, dict[str, str]], ...] = (
                      description="Take portals when coverage is low (AUTO), always (PREFER) or never (AVOID)."),
      {"type": "portal_preference"}),
     (GraphQLDirective("failoverPlan", _FIELD, {"level": GraphQLArgument(GraphQLNonNull(GraphQLInt))},
-                     description="0: the walk only; 1: widen the torus radius when it finds too little; "
-                                 "2: also fall back to the search seeds."), {"level": "failover_level"}),
+                     description="0 (the default): walk within the torus radius; 1 or 2: widen a walk "
+                                 "that found too little to the whole torus."), {"level": "failover_level"}),
     (GraphQLDirective("explainHops", _FIELD, {"on": GraphQLArgument(GraphQLBoolean, default_value=True)},
                      description="On: every pruned candidate with its reason; off: no diagnostics."),
      {"on": "explain"}),

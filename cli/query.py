@@ -41,7 +41,9 @@ def query(
     portal_preference: str = typer.Option(
         None, "--portal-preference", help=f"tortus: {', '.join(PORTAL_PREFERENCES)} (default auto)."
     ),
-    failover_level: int = typer.Option(None, "--failover-level", help="tortus: 0 strict, 1 widen (default), 2."),
+    failover_level: int = typer.Option(
+        None, "--failover-level", help="tortus: 0 walks within the torus radius (default); 1 or 2 widens a thin walk."
+    ),
     local_only: bool = typer.Option(False, "--local-only", help="tortus: no portals, stay in the seeds' subgraphs."),
     no_personalization: bool = typer.Option(
         False, "--no-personalization", help="tortus: seed from search only, not the concepts the question names."

@@ -37,8 +37,11 @@ class TraversalPolicy:
     max_tokens: evidence handed to synthesis, in whitespace tokens.
     semantic_group: keep the walk inside this subgraph (by name).
     portal_preference: auto (cross domains when coverage is low), prefer, or avoid.
-    failover_level: 0 answers from the graph walk only; 1 also relaxes the torus radius when
-    the walk finds too little; 2 also falls back to the search seeds alone.
+    failover_level: 0 walks within the torus radius only; 1 and 2 walk again over the whole
+    torus when the walk reaches fewer than k chunks beyond the seeds (the search ranking leads
+    the candidates at every level). 0 is the default: widening changed no answer and no top-5
+    ranking on the public multi-hop sets, the handbooks or the demo, and at 100k nodes it is
+    a second walk (docs/benchmarks.md).
     local_only: stay in the seeds' subgraphs and take no portals.
     explain: keep the pruned candidates and per-stage detail in the response.
     no_personalization: seed from search alone, not also from the concepts the question names.
@@ -50,7 +53,7 @@ class TraversalPolicy:
     max_tokens: int = 1_200
     semantic_group: str | None = None
     portal_preference: PortalPreference = "auto"
-    failover_level: int = 1
+    failover_level: int = 0
     local_only: bool = False
     explain: bool = False
     no_personalization: bool = False

@@ -80,8 +80,9 @@ def test_no_personalization_directive_seeds_from_search_alone(api: Api) -> None:
 
 
 def test_failover_plan_directive_decides_whether_a_thin_walk_is_widened(api: Api) -> None:
-    # Fifty evidence chunks are more than the walk finds within its radius: level 1 widens it.
-    widened, strict = ask(api, RETRIES, k=50), ask(api, RETRIES, "@failoverPlan(level: 0)", k=50)
+    # Fifty evidence chunks are more than the walk finds within its radius: level 1 widens it,
+    # the default (level 0) does not.
+    widened, strict = ask(api, RETRIES, "@failoverPlan(level: 1)", k=50), ask(api, RETRIES, k=50)
     note = "the walk found too little within the torus radius and was widened"
     assert note in widened["warnings"] and note not in strict["warnings"]
 
