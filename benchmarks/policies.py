@@ -12,6 +12,7 @@ is set). Questions are embedded with `hash`, as the scale suite's are.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 
@@ -28,9 +29,16 @@ from tortus_pg.scale.workloads import tenant_questions
 
 
 def policy(fields: list[str]) -> TraversalPolicy:
-    """The default policy with `fields` ("name=value") set, checked as a request's would be."""
-    pairs = dict(f.split("=", 1) for f in fields)
-    return make_policy({k: int(v) if v.lstrip("-").isdigit() else v for k, v in pairs.items()})[0]
+    """The default policy with `fields` ("name=value", each value read as JSON where it parses:
+    1, true, or a bare word such as prefer) set, checked as a request's would be."""
+    return make_policy({name: _value(text) for name, text in (f.split("=", 1) for f in fields)})[0]
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def timed(conn: psycopg.Connection, questions: list[str], sides: tuple[TraversalPolicy, TraversalPolicy],

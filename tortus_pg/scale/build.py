@@ -82,11 +82,10 @@ def build(url: str, tenant: str, corpus: SyntheticCorpus, nodes: int, embedder: 
         began = time.perf_counter()
         build_index(conn, tenant)
         layout_s = time.perf_counter() - began
-        rebuilt = _rebuild_times(conn, tenant)
+        built = Built(tenant, documents, made, rows, ingest_s, rows / ingest_s, *_rebuild_times(conn, tenant),
+                      layout_s, _size_mb(conn, tenant))
     _settle(url, tenant)
-    with connect(url) as conn:
-        return Built(tenant, documents, made, rows, ingest_s, rows / ingest_s, *rebuilt, layout_s,
-                     _size_mb(conn, tenant))
+    return built
 
 
 def _settle(url: str, tenant: str) -> None:
