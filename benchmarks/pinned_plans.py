@@ -10,19 +10,17 @@ them); it uses that workspace's database (the embedded server unless TORTUS_DATA
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
+from functools import partial
 
-import numpy as np
 import psycopg
+from alternating import alternate, report
 
 from tortus_pg import bridges, disputes, retrieve
 from tortus_pg.config import load_settings
 from tortus_pg.db import connect, database_url, pinned, tenant_scope
-from tortus_pg.embed import make_embedder
-from tortus_pg.engine import answer
-from tortus_pg.eval.metrics import paired_bootstrap_diff
+from tortus_pg.embed import Embedder, make_embedder
+from tortus_pg.engine import Answer, answer
 from tortus_pg.query import chains, terms
 from tortus_pg.scale.workloads import tenant_questions
 
@@ -38,19 +36,13 @@ def use(pin: Callable[[str, str | None], str]) -> None:
         module.pinned = pin  # type: ignore[attr-defined]
 
 
-def timed(conn: psycopg.Connection, questions: list[str]) -> dict[bool, list[float]]:
-    """Milliseconds per question with (True) and without (False) pinning, in alternating order."""
-    embedder = make_embedder("hash", dim=384)
-    answer(conn, questions[0], embedder=embedder, store=False)  # warm the caches and the plans
-    ms: dict[bool, list[float]] = {True: [], False: []}
-    for i, question in enumerate(questions):
-        for on in (True, False) if i % 2 else (False, True):
-            use(pinned if on else unpinned)
-            start = time.perf_counter()
-            answer(conn, question, embedder=embedder, store=False)
-            ms[on].append((time.perf_counter() - start) * 1000)
-    use(pinned)
-    return ms
+def _ask(conn: psycopg.Connection, embedder: Embedder, pin: Callable[[str, str | None], str],
+         question: str) -> Answer:
+    use(pin)
+    try:
+        return answer(conn, question, embedder=embedder, store=False)
+    finally:
+        use(pinned)
 
 
 def main() -> None:
@@ -58,14 +50,11 @@ def main() -> None:
     parser.add_argument("tenant", help="a scale tenant (scale-10k, scale-100k, …)")
     parser.add_argument("--questions", type=int, default=30)
     args = parser.parse_args()
+    embedder = make_embedder("hash", dim=384)
     with connect(database_url(load_settings())) as conn, tenant_scope(conn, args.tenant):
-        ms = timed(conn, tenant_questions(conn, args.questions))
-    for on in (False, True):
-        p50, p95 = np.percentile(ms[on], [50, 95])
-        print(f"{'pinned' if on else 'unpinned':9s} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  "
-              f"mean {statistics.mean(ms[on]):7.1f} ms")
-    mean, lo, hi = paired_bootstrap_diff(ms[True], ms[False], resamples=2000)
-    print(f"pinned - unpinned, mean {mean:.1f} ms, 95% bootstrap interval [{lo:.1f}, {hi:.1f}]")
+        asks = (partial(_ask, conn, embedder, unpinned), partial(_ask, conn, embedder, pinned))
+        ms, differ = alternate(tenant_questions(conn, args.questions), asks)
+    report(("unpinned", "pinned"), ms, differ)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,55 @@ comment on function tortus.place_concepts() is
 'angle) of the chunks that mention it; returns how many nodes were placed. Chunks must have '
 'coordinates first (tortus-pg index).';
 
+create or replace function tortus.rebuild_torus_grid(layout text default null, side integer default 128)
+returns integer
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_cell double precision;
+    v_sums integer[];
+    v_chunks integer;
+begin
+    if side is null or side not between 8 and 1024 then
+        raise exception 'side must be between 8 and 1024, got %', side using errcode = '22023';
+    end if;
+    v_cell := 2 * pi() / side;
+    -- Each placed chunk in its cell (angles brought into [0, 2 pi) first), then each grid row as
+    -- running sums: sums[i][j + 1] counts the row's chunks in cells 0 .. j - 1.
+    with placed as (
+        select least(floor((c.theta - 2 * pi() * floor(c.theta / (2 * pi()))) / v_cell), side - 1)::integer as i,
+               least(floor((c.phi - 2 * pi() * floor(c.phi / (2 * pi()))) / v_cell), side - 1)::integer as j
+        from tortus.node n
+        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
+        where n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and c.theta is not null
+    ), cells as (
+        select i.i, j.j, count(p.i) as n
+        from generate_series(0, side - 1) i(i)
+        cross join generate_series(0, side - 1) j(j)
+        left join placed p on p.i = i.i and p.j = j.j
+        group by i.i, j.j
+    ), rows_ as (
+        select c.i, array[0] || array_agg(c.running order by c.j) as sums, max(c.running) as n
+        from (select cells.i, cells.j, (sum(cells.n) over (partition by cells.i order by cells.j))::integer as running
+              from cells) c
+        group by c.i
+    )
+    select array_agg(r.sums order by r.i), sum(r.n)::integer into v_sums, v_chunks from rows_ r;
+    insert into tortus.torus_grid as g (tenant_id, layout, side, chunks, sums)
+    values (tortus.current_tenant(), coalesce(rebuild_torus_grid.layout, ''), rebuild_torus_grid.side, v_chunks, v_sums)
+    on conflict on constraint torus_grid_pkey do update
+        set side = excluded.side, chunks = excluded.chunks, sums = excluded.sums, built_at = now();
+    return v_chunks;
+end
+$$;
+
+comment on function tortus.rebuild_torus_grid(text, integer) is
+'Count the current tenant''s placed chunks per cell of a side x side grid over the torus (the '
+'live coordinates, or with a layout name those stored in props.layouts) and store it in '
+'tortus.torus_grid, which tortus.local_density reads for a tenant of more than 4,000 chunks. '
+'Returns the chunks counted. tortus-pg index runs it after placing the chunks.';
+
 create or replace function tortus.rebuild_portals(max_df integer default 25, per_pair integer default 3)
 returns integer
 language plpgsql

@@ -5,6 +5,58 @@ drop function if exists tortus.local_density(bigint[], double precision);
 drop function if exists tortus.local_density(bigint[], double precision, text);
 drop function if exists tortus.path_hops(bigint[], text[], text[]);
 
+create or replace function tortus.torus_grid_count(
+    sums integer[], theta double precision, phi double precision, radius double precision
+) returns integer
+language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_side constant integer := array_length(sums, 1);
+    v_cell constant double precision := 2 * pi() / v_side;
+    v_t constant double precision := theta - 2 * pi() * floor(theta / (2 * pi()));
+    v_p constant double precision := phi - 2 * pi() * floor(phi / (2 * pi()));
+    -- The rows whose centres may lie within the radius: a window around theta's row, or all.
+    v_reach constant integer := ceil(radius / v_cell)::integer + 1;
+    v_all constant boolean := 2 * v_reach + 1 >= v_side;
+    v_row constant integer := floor(v_t / v_cell)::integer;
+    v_i integer;
+    v_dt double precision;
+    v_half double precision;
+    v_lo integer;
+    v_hi integer;
+    v_a integer;
+    v_b integer;
+    v_total integer := 0;
+begin
+    -- A cell counts when its centre is within the radius: in each row, the cells whose centres lie
+    -- within half a chord of phi, a run that may wrap past the last cell to the first.
+    for r in case when v_all then 0 else v_row - v_reach end .. case when v_all then v_side - 1 else v_row + v_reach end loop
+        v_i := mod(r + v_side, v_side);
+        v_dt := abs((v_i + 0.5) * v_cell - v_t);
+        v_dt := least(v_dt, 2 * pi() - v_dt);
+        continue when v_dt > radius;
+        v_half := sqrt(radius * radius - v_dt * v_dt);
+        v_lo := ceil((v_p - v_half) / v_cell - 0.5);
+        v_hi := floor((v_p + v_half) / v_cell - 0.5);
+        continue when v_hi < v_lo;
+        if v_hi - v_lo + 1 >= v_side then
+            v_total := v_total + sums[v_i + 1][v_side + 1];
+            continue;
+        end if;
+        v_a := mod(mod(v_lo, v_side) + v_side, v_side);
+        v_b := mod(mod(v_hi, v_side) + v_side, v_side);
+        v_total := v_total + case when v_a <= v_b then sums[v_i + 1][v_b + 2] - sums[v_i + 1][v_a + 1]
+                                  else sums[v_i + 1][v_side + 1] - sums[v_i + 1][v_a + 1] + sums[v_i + 1][v_b + 2] end;
+    end loop;
+    return v_total;
+end
+$$;
+
+comment on function tortus.torus_grid_count(integer[], double precision, double precision, double precision) is
+'The chunks a torus grid (tortus.torus_grid.sums) holds within `radius` of (theta, phi): every '
+'cell whose centre lies within the radius, counted whole.';
+
 create or replace function tortus.local_density(seeds bigint[], radius double precision, layout text default null)
 returns table (node_id bigint, theta double precision, phi double precision, neighbours integer,
                expected double precision)
@@ -13,12 +65,31 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    -- Chunks of the tenant (its BM25 documents), and the share of its pages read: all of them
-    -- up to 4,000 chunks, beyond that a fixed sample of about 4,000 (the same pages every time).
+    -- Chunks of the tenant (its BM25 documents), and the share of its pages a sample reads: all
+    -- of them up to 4,000 chunks, beyond that a fixed sample of about 4,000 (the same pages
+    -- every time).
     v_chunks constant double precision := coalesce(
         (select c.n_docs from tortus.bm25_corpus c where c.tenant_id = tortus.current_tenant()), 0);
     v_percent constant double precision := least(100, 100 * 4000 / greatest(v_chunks, 1));
+    v_grid record;
 begin
+    if v_chunks > 4000 then
+        -- A large tenant is counted from its torus grid when it has one for this layout (and the
+        -- caller may read it: it counts every chunk).
+        select g.chunks, g.sums into v_grid from tortus.torus_grid g
+        where g.tenant_id = tortus.current_tenant() and g.layout = coalesce(local_density.layout, '');
+        if found then
+            return query
+            select n.node_id, c.theta, c.phi,
+                   greatest(tortus.torus_grid_count(v_grid.sums, c.theta, c.phi, radius)
+                            - (n.kind = 'chunk')::integer, 0),
+                   greatest(v_grid.chunks - 1, 0) * pi() * radius * radius / (4 * pi() * pi())
+            from tortus.node n
+            cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, local_density.layout) c
+            where n.tenant_id = tortus.current_tenant() and n.node_id = any(seeds) and c.theta is not null;
+            return;
+        end if;
+    end if;
     return query
     -- Angles are brought into [0, 2 pi) once per chunk, so the per-pair test is a few
     -- subtractions; this runs for every seed against every chunk read.
@@ -26,13 +97,13 @@ begin
         select n.node_id, c.theta, c.phi,
                c.theta - 2 * pi() * floor(c.theta / (2 * pi())) as t, c.phi - 2 * pi() * floor(c.phi / (2 * pi())) as p
         from tortus.node n
-        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
+        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, local_density.layout) c
         where n.tenant_id = tortus.current_tenant() and n.node_id = any(seeds) and c.theta is not null
     ), placed as materialized (
         select n.node_id, c.theta - 2 * pi() * floor(c.theta / (2 * pi())) as t,
                c.phi - 2 * pi() * floor(c.phi / (2 * pi())) as p
         from tortus.node n tablesample system (v_percent) repeatable (0)
-        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, layout) c
+        cross join lateral tortus.layout_coordinates(n.theta, n.phi, n.props, local_density.layout) c
         where n.tenant_id = tortus.current_tenant() and n.kind = 'chunk' and c.theta is not null
     ), total as (
         -- A sample's counts scale to the whole tenant.
@@ -55,9 +126,12 @@ comment on function tortus.local_density(bigint[], double precision, text) is
 'For each seed with torus coordinates: the chunks of the current tenant within `radius` on the '
 'torus (neighbours) and how many an even spread would put there (expected). A seed in a crowded '
 'region has neighbours >> expected; the engine narrows its walk radius there and widens it in '
-'sparse regions. `layout` reads alternative coordinates (see tortus.layout_coordinates). A '
-'tenant of more than 4,000 chunks is read from a fixed sample of about 4,000 (its pages, the '
-'same every time), both counts scaled to the whole tenant.';
+'sparse regions. `layout` reads alternative coordinates (see tortus.layout_coordinates). Up to '
+'4,000 chunks every chunk is counted. A larger tenant is counted from its torus grid for the '
+'layout (tortus.rebuild_torus_grid, run by tortus-pg index: cells of 2 pi / 128, each counted '
+'whole when its centre is within the radius; chunks placed since are not counted), or, without '
+'one or for a caller restricted to some groups'' sources, from a fixed sample of about 4,000 '
+'chunks (its pages, the same every time), both counts scaled to the whole tenant.';
 
 create or replace function tortus.path_hops(path bigint[], edge_types text[], directions text[])
 returns table (hop integer, src bigint, src_label text, dst bigint, dst_label text, edge_type text,

@@ -176,5 +176,8 @@ def test_an_interrupted_index_step_is_redone_by_the_next_ingest(workspace: Path,
     with psycopg.connect(url) as conn:
         assert conn.execute("select count(*) from tortus.node where kind = 'chunk' and theta is null"
                             ).fetchone() == (0,)
+        # The index step also counts the placed chunks on the torus grid the density reads.
+        assert conn.execute("select g.chunks = (select count(*) from tortus.node where kind = 'chunk') "
+                            "from tortus.torus_grid g where g.layout = ''").fetchone() == (True,)
     quiet = runner.invoke(app, [*base, "ingest", str(workspace / "vault.md")], env=env)
     assert quiet.exit_code == 0 and "index:" not in quiet.output  # nothing to redo: no index step

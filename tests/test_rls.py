@@ -29,6 +29,7 @@ insert into tortus.portal (tenant_id, src, dst, src_subgraph, dst_subgraph, kind
 insert into tortus.evidence_span (tenant_id, source_id, start_char, end_char, node_id)
     select 'a', source_id, 0, 14, node_id from tortus.node where kind = 'chunk';
 -- bm25_posting, bm25_doc, bm25_term and bm25_corpus rows come from the chunk's tsvector (trigger).
+select tortus.rebuild_torus_grid();
 insert into tortus.embedding_cache (tenant_id, model, text_sha256, embedding)
     values ('a', 'hash:3', repeat('1', 64), '[1,0,0]');
 insert into tortus.query_trace (tenant_id, query, mode) values ('a', 'what?', 'hybrid');

@@ -143,10 +143,11 @@ def test_local_density_counts_the_chunks_within_the_radius(conn: psycopg.Connect
                 assert sum(n for n, _ in got.values()) > 0
 
 
-def test_local_density_of_a_large_tenant_is_estimated_from_a_fixed_sample(conn: psycopg.Connection) -> None:
-    """Beyond 4,000 chunks the counts come from a sample of the tenant's pages, scaled to the
-    whole: near the exact count, the even spread's expectation for all chunks, the same on
-    every call."""
+def test_local_density_of_a_large_tenant_without_a_grid_is_estimated_from_a_fixed_sample(
+        conn: psycopg.Connection) -> None:
+    """Beyond 4,000 chunks, with no torus grid stored, the counts come from a sample of the
+    tenant's pages, scaled to the whole: near the exact count, the even spread's expectation for
+    all chunks, the same on every call."""
     rng = random.Random(9)
     points = [(rng.uniform(0, TAU), rng.uniform(0, TAU)) for _ in range(16_000)]
     tenants.create_tenant(conn, "dense")
@@ -165,6 +166,85 @@ def test_local_density_of_a_large_tenant_is_estimated_from_a_fixed_sample(conn: 
             near = sum(1 for j, c in enumerate(points) if j != i and gap_distance(points[i], c) <= radius)
             assert node_id == seeds[i] and abs(neighbours - near) <= 0.15 * near
             assert expected == pytest.approx((len(points) - 1) * math.pi * radius ** 2 / (4 * math.pi ** 2))
+
+
+def _place(conn: psycopg.Connection, points: list[tuple[float, float]], key: str = "c") -> list[int]:
+    """Chunks at `points` (each a BM25 document, so the tenant's chunk count is known)."""
+    return [r[0] for r in conn.execute(
+        "insert into tortus.node (tenant_id, kind, key, label, theta, phi, tsv) "
+        "select tortus.current_tenant(), 'chunk', %s || i, 'c', t, p, to_tsvector('english', 'word') "
+        "from unnest(%s::float8[], %s::float8[]) with ordinality as x(t, p, i) returning node_id",
+        [key, [t for t, _ in points], [p for _, p in points]],
+    ).fetchall()]
+
+
+def test_local_density_of_a_large_tenant_is_counted_from_its_torus_grid(conn: psycopg.Connection) -> None:
+    """With a grid stored, a large tenant's counts are the chunks of the cells whose centres lie
+    within the radius: within a few chunks of the exact count, whatever the radius, and the
+    expectation is the even spread of every chunk the grid holds."""
+    rng = random.Random(11)
+    points = [(rng.uniform(0, TAU), rng.uniform(0, TAU)) for _ in range(6_000)]
+    points[0] = (TAU - 0.001, 0.002)  # at the wrap on both angles
+    tenants.create_tenant(conn, "gridded")
+    with tenant_scope(conn, "gridded"):
+        ids = _place(conn, points)
+        assert conn.execute("select tortus.rebuild_torus_grid()").fetchone() == (len(points),)
+        for radius in (0.2, math.pi / 2, 3.0):
+            rows = conn.execute("select node_id, neighbours, expected from tortus.local_density(%s, %s)",
+                                [ids[:4], radius]).fetchall()
+            assert [r[0] for r in sorted(rows)] == sorted(ids[:4])
+            for node_id, neighbours, expected in rows:
+                i = ids.index(node_id)
+                near = sum(1 for j, c in enumerate(points) if j != i and gap_distance(points[i], c) <= radius)
+                assert abs(neighbours - near) <= 0.02 * near + 6
+                assert expected == pytest.approx((len(points) - 1) * math.pi * radius ** 2 / (4 * math.pi ** 2))
+
+
+def test_the_torus_grid_counts_each_placed_chunk_of_a_layout_in_its_cell(conn: psycopg.Connection) -> None:
+    """Rows of running sums over cells of 2 pi / side: chunks only, placed ones only, angles
+    outside [0, 2 pi) brought in; a stored layout gets a grid of its own; rebuilding replaces."""
+    tenants.create_tenant(conn, "cells")
+    cell = TAU / 8
+    with tenant_scope(conn, "cells"):
+        _place(conn, [(0.5 * cell, 0.5 * cell), (0.6 * cell, 7.5 * cell), (2.5 * cell, 7.9 * cell)])
+        conn.execute("insert into tortus.node (tenant_id, kind, key, label, theta, phi, props) values "
+                     "(tortus.current_tenant(), 'entity', 'e', 'E', 0.1, 0.1, '{}'), "
+                     "(tortus.current_tenant(), 'chunk', 'unplaced', 'u', null, null, "
+                     "'{\"layouts\": {\"alt\": [9.8, -0.1]}}')")
+        assert conn.execute("select tortus.rebuild_torus_grid(null, 8)").fetchone() == (3,)
+        sums, chunks, side = conn.execute(
+            "select sums, chunks, side from tortus.torus_grid where layout = ''").fetchone()
+        assert (chunks, side) == (3, 8) and len(sums) == 8 and all(len(row) == 9 and row[0] == 0 for row in sums)
+        counts = [[row[j + 1] - row[j] for j in range(8)] for row in sums]
+        assert counts[0][0] == 1 and counts[0][7] == 1 and counts[2][7] == 1 and sum(map(sum, counts)) == 3
+        assert conn.execute("select tortus.rebuild_torus_grid('alt', 8)").fetchone() == (1,)
+        alt = conn.execute("select sums from tortus.torus_grid where layout = 'alt'").fetchone()[0]
+        assert alt[4][8] - alt[4][7] == 1  # 9.8 - 2 pi in cell 4 of theta, -0.1 + 2 pi in cell 7 of phi
+        _place(conn, [(4.0, 4.0)], key="later")
+        assert conn.execute("select tortus.rebuild_torus_grid(null, 8)").fetchone() == (4,)
+        assert conn.execute("select layout, chunks from tortus.torus_grid order by layout").fetchall() == \
+            [("", 4), ("alt", 1)]
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="side must be between 8 and 1024"), \
+                conn.transaction():
+            conn.execute("select tortus.rebuild_torus_grid(null, 0)")
+
+
+@FAST
+@given(seed=st.tuples(unit, unit), radius=st.floats(min_value=0.01, max_value=4.0), salt=st.integers(0, 999))
+def test_a_grid_count_is_the_chunks_of_the_cells_whose_centres_are_within_the_radius(
+        session_conn: psycopg.Connection, seed: tuple[float, float], radius: float, salt: int) -> None:
+    side = 16
+    cell = TAU / side
+    rng = random.Random(salt)
+    counts = [[rng.randrange(4) for _ in range(side)] for _ in range(side)]
+    sums = [[sum(row[:j]) for j in range(side + 1)] for row in counts]
+    centres = [((i + 0.5) * cell, (j + 0.5) * cell) for i in range(side) for j in range(side)]
+    assume(all(abs(gap_distance(c, seed) - radius) > 1e-9 for c in centres))  # no centre on the circle
+    inside = sum(counts[i][j] for i in range(side) for j in range(side)
+                 if gap_distance(((i + 0.5) * cell, (j + 0.5) * cell), seed) <= radius)
+    row = session_conn.execute("select tortus.torus_grid_count(%s::integer[], %s, %s, %s)",
+                               [sums, seed[0] + TAU, seed[1] - TAU, radius]).fetchone()
+    assert row == (inside,)
 
 
 def gap_distance(a: tuple[float, float], b: tuple[float, float]) -> float:

@@ -51,6 +51,7 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
         )
         progress.report("index: placing concepts", 2, INDEX_STAGES)
         concepts = conn.execute("select tortus.place_concepts()").fetchone()
+        conn.execute("select tortus.rebuild_torus_grid()")
         progress.report("index: portals", 3, INDEX_STAGES)
         portals = conn.execute("select tortus.rebuild_portals()").fetchone()
     progress.report("index: HNSW index", 4, INDEX_STAGES)
@@ -110,6 +111,7 @@ def store_layout(conn: psycopg.Connection, layout: str, *, seed: int = 0) -> int
     all_coords = np.vstack(placed)
     conn.execute(_STORE_LAYOUT, {"name": layout, "ids": ids, "theta": all_coords[:, 0].tolist(),
                                  "phi": all_coords[:, 1].tolist()})
+    conn.execute("select tortus.rebuild_torus_grid(%s)", [layout])
     return len(ids)
 
 

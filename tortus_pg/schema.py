@@ -245,6 +245,20 @@ bm25_corpus = sa.Table(
     _tenant_fk(),
 )
 
+# Chunks per cell of a side x side grid over the torus, for one layout: sums[i][j + 1] counts
+# row i's chunks in cells 0 .. j - 1, so a run of cells is two reads (tortus.local_density).
+torus_grid = sa.Table(
+    "torus_grid", metadata,
+    _tenant(),
+    sa.Column("layout", Text, nullable=False),  # '' for the live coordinates
+    sa.Column("side", sa.Integer, nullable=False),
+    sa.Column("chunks", sa.Integer, nullable=False),
+    sa.Column("sums", ARRAY(sa.Integer, dimensions=2), nullable=False),  # running chunk counts along each row
+    sa.Column("built_at", sa.TIMESTAMP(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "layout"),
+    _tenant_fk(),
+)
+
 embedding_cache = sa.Table(
     "embedding_cache", metadata,
     _tenant(),

@@ -80,6 +80,7 @@ def _graph(conn: psycopg.Connection) -> dict[str, object]:
         "spans": one("select count(*) from tortus.evidence_span"),
         "edges": one("select count(*) from tortus.edge"),
         "postings": one("select count(*) from tortus.bm25_posting where lexeme = 'payrol'"),
+        "grids": one("select count(*) from tortus.torus_grid"),  # it counts every chunk, hidden ones too
     }
 
 
@@ -92,15 +93,20 @@ def _as_key(conn: psycopg.Connection, key: str) -> dict[str, object]:
 
 def test_a_source_closed_to_a_group_hides_what_only_it_supports(world: World) -> None:
     with connect(world.owner) as conn:
+        with tenant_scope(conn, TENANT):
+            conn.execute("select tortus.rebuild_torus_grid()")
         full = _as_key(conn, world.keys["full"])
-        assert _as_key(conn, world.keys["hr"]) == full
+        hr = _as_key(conn, world.keys["hr"])
         fin = _as_key(conn, world.keys["fin"])
+    # hr reads every source, but as a caller restricted to groups it does not see the grid.
+    assert {**hr, "grids": 1} == full
     assert full["sources"] == ["closed.md", "open.md"] and fin["sources"] == ["open.md"]
     assert all(word in str(full["labels"]) + str(full["chunk_text"]) for word in SECRET_WORDS)
     assert not any(word in str(fin["labels"]) + str(fin["chunk_text"]) for word in SECRET_WORDS)
     assert "Atlas Service" in str(fin["labels"])  # the open source supports it too
     assert 0 < fin["spans"] < full["spans"] and 0 < fin["edges"] < full["edges"]  # type: ignore[operator]
     assert full["postings"] > 0 and fin["postings"] == 0  # type: ignore[operator]
+    assert full["grids"] == 1 and hr["grids"] == fin["grids"] == 0
 
 
 def test_a_bound_login_reads_with_its_groups_and_a_restricted_one_writes_nothing(world: World) -> None:
@@ -114,7 +120,8 @@ def test_a_bound_login_reads_with_its_groups_and_a_restricted_one_writes_nothing
             conn.execute("select set_config('tortus.tenant', %s, true)", [TENANT])
             assert _graph(conn)["sources"] == ["closed.md", "open.md"]
         for write in ("update tortus.node set label = 'x'", "delete from tortus.edge",
-                      "insert into tortus.subgraph (tenant_id, name) values (tortus.current_tenant(), 'x')"):
+                      "insert into tortus.subgraph (tenant_id, name) values (tortus.current_tenant(), 'x')",
+                      "select tortus.rebuild_torus_grid()"):
             with conn.transaction(force_rollback=True):
                 conn.execute("set local role tortus_app")
                 conn.execute("select set_config('tortus.tenant', %s, true)", [TENANT])
