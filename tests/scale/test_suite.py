@@ -11,8 +11,9 @@ from tortus_pg import migrate, tenants
 from tortus_pg.db import connect
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
-from tortus_pg.scale.report import write
+from tortus_pg.scale.report import ratio, write
 from tortus_pg.scale.suite import run_suite
+from tortus_pg.scale.timing import Latency
 
 KINDS = {"bm25", "vector", "hybrid", "traverse", "engine"}
 
@@ -61,3 +62,11 @@ def test_sizes_read_as_nodes_and_bad_ones_are_named() -> None:
     for bad in ("", "10x", "1k", "-5k", "20m"):
         with pytest.raises(InvalidInput, match="--scale"):
             parse_sizes(bad)
+
+
+def test_a_ratio_to_a_slower_peer_says_how_many_times_faster() -> None:
+    def p50(ms: float) -> Latency:
+        return Latency("q", 1, 10, ms, ms, ms, 1.0)
+    assert ratio(p50(9.4), p50(2.0)) == "4.7×"
+    assert ratio(p50(9.4), p50(215.1)) == "0.04× (23× faster)"
+    assert ratio(p50(9.4), p50(0.0)) == "–"

@@ -36,8 +36,13 @@ def _find(latencies: list[Latency], kind: str, clients: int = 1) -> Latency | No
     return next((x for x in latencies if x.kind == kind and x.clients == clients), None)
 
 
-def _ratio(mine: Latency | None, peer: Latency | None) -> str:
-    return f"{mine.p50_ms / peer.p50_ms:.1f}×" if mine and peer and peer.p50_ms else "–"
+def ratio(mine: Latency | None, peer: Latency | None) -> str:
+    """`mine`'s p50 as a multiple of `peer`'s; under 1, also how many times faster (a one-decimal
+    0.0× would hide it)."""
+    if not (mine and peer and peer.p50_ms and mine.p50_ms):
+        return "–"
+    times = mine.p50_ms / peer.p50_ms
+    return f"{times:.1f}×" if times >= 1 else f"{times:.2f}× ({1 / times:.0f}× faster)"
 
 
 def markdown(report: ScaleReport) -> str:
@@ -71,7 +76,7 @@ def _size_section(s: SizeReport) -> list[str]:
         if lat.kind == "bm25 (frequent terms)":
             peer = _find(s.frequent, "ts_rank_cd")
         lines.append(_row([lat.kind, str(lat.clients), f"{lat.p50_ms:.1f}", f"{lat.p95_ms:.1f}", f"{lat.p99_ms:.1f}",
-                           f"{lat.qps:.0f}", _ratio(lat, peer) if peer else ""]))
+                           f"{lat.qps:.0f}", ratio(lat, peer) if peer else ""]))
     lines += ["", "HNSW: " + ", ".join(f"ef_search {h.ef_search}: recall@10 {h.recall_at_10:.3f} at "
                                        f"{h.p50_ms:.1f} ms" for h in s.hnsw), ""]
     return lines
