@@ -9,7 +9,7 @@ The earlier version is read from git, created for the run in a schema of its own
 afterwards) and called like the current one, with `--args`: `text` calls FUNCTION(question, k);
 `text-vector` FUNCTION(question, its hash embedding, k), as the scale suite embeds it; `walk`
 FUNCTION(hybrid search's 5 best chunks, the embedding, '{}'), the walk the scale suite times.
-Both must return the same rows for every question. Run it from the workspace that holds the
+Both must return the same rows for every question (floats to 1e-9). Run it from the workspace that holds the
 scale tenants (`tortus-pg bench --scale 100k` builds them), as the database owner; the earlier
 version must still run on today's schema.
 """
@@ -17,6 +17,7 @@ version must still run on today's schema.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import statistics
 import subprocess
@@ -73,9 +74,20 @@ def timed(conn: psycopg.Connection, tenant: str, calls: dict[str, str],
             with tenant_scope(conn, tenant):
                 rows[name] = conn.execute(calls[name], question).fetchall()
             ms[name].append((time.perf_counter() - start) * 1000)
-        if rows["before"] != rows["now"]:
+        if not same_rows(rows["before"], rows["now"]):
             raise SystemExit(f"the two versions disagree on call {i} ({str(question[0])[:60]})")
     return ms
+
+
+def same_rows(before: list[tuple[object, ...]], now: list[tuple[object, ...]]) -> bool:
+    """Row for row the same values, floats to 1e-9 of each other: summing a row's terms in
+    another order may change a score's last bits."""
+    def same(a: object, b: object) -> bool:
+        if isinstance(a, float) and isinstance(b, float):
+            return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+        return a == b
+    return len(before) == len(now) and all(
+        len(x) == len(y) and all(same(a, b) for a, b in zip(x, y, strict=True)) for x, y in zip(before, now, strict=True))
 
 
 PLACEHOLDERS = {"text": "%s, %s", "text-vector": "%s, %s, %s", "walk": "%s::bigint[], %s, '{}'::jsonb"}

@@ -48,14 +48,27 @@ begin
     end if;
     -- MaxScore: score only the documents holding a rare lexeme (on every lexeme). When k of them
     -- score above what common lexemes alone could give, no other document can enter the top k:
-    -- the result is exact without reading the common lexemes' long posting lists. `within`
-    -- names the documents to score outright.
+    -- the result is exact without reading the common lexemes' long posting lists. Nor can a
+    -- document whose rare lexemes' score plus every common lexeme's bound stays below the k-th
+    -- best rare lexemes' score, so it is not scored in full. `within` names the documents to
+    -- score outright.
     if within is not null then
         v_candidates := within;
         v_common_bound := '-infinity';
     elsif v_rare is not null and v_common_bound > 0 then
-        v_candidates := array(select distinct p.node_id from tortus.bm25_posting p
-                              where p.tenant_id = v_tenant and p.lexeme = any(v_rare));
+        with partial as (
+            select p.node_id,
+                   sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.doc_len / v_avgdl))) as score
+            from tortus.bm25_posting p
+            join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
+            where p.tenant_id = v_tenant and p.lexeme = any(v_rare)
+            group by p.node_id
+        ), kth as (
+            select x.score from partial x order by x.score desc offset greatest(k, 1) - 1 limit 1
+        )
+        select coalesce(array_agg(x.node_id), '{}') into v_candidates
+        from partial x
+        where x.score + v_common_bound >= coalesce((select kth.score from kth), '-infinity');
     end if;
     if within is not null or cardinality(v_candidates) >= k then
         -- Both predicates on the postings' key: a lookup per (lexeme, candidate), not a scan

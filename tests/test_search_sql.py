@@ -103,8 +103,9 @@ def mixed_text(rng: random.Random, i: int) -> str:
 @pytest.mark.parametrize("k", [1, 3, 10, 30])
 def test_bm25_top_k_is_exact_when_rare_terms_decide_it(conn: psycopg.Connection, k: int) -> None:
     """Queries mixing rare lexemes with common ones: the top k (ids, scores, order) is the
-    reference's, whether the chunks holding a rare lexeme decide it (only they are scored) or
-    there are too few of them and every posting is scored."""
+    reference's, whether the chunks holding a rare lexeme decide it (only they are scored, and in
+    full only those whose rare lexemes' score plus the common lexemes' bounds reaches the k-th
+    best rare lexemes' score) or there are too few of them and every posting is scored."""
     rng = random.Random(11)
     tenants.create_tenant(conn, "bmk")
     with tenant_scope(conn, "bmk"):
