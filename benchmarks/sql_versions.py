@@ -87,7 +87,8 @@ def same_rows(before: list[tuple[object, ...]], now: list[tuple[object, ...]]) -
             return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
         return a == b
     return len(before) == len(now) and all(
-        len(x) == len(y) and all(same(a, b) for a, b in zip(x, y, strict=True)) for x, y in zip(before, now, strict=True))
+        len(x) == len(y) and all(same(a, b) for a, b in zip(x, y, strict=True))
+        for x, y in zip(before, now, strict=True))
 
 
 PLACEHOLDERS = {"text": "%s, %s", "text-vector": "%s, %s, %s", "walk": "%s::bigint[], %s, '{}'::jsonb"}
