@@ -129,9 +129,10 @@ comment on function tortus.local_density(bigint[], double precision, text) is
 'sparse regions. `layout` reads alternative coordinates (see tortus.layout_coordinates). Up to '
 '4,000 chunks every chunk is counted. A larger tenant is counted from its torus grid for the '
 'layout (tortus.rebuild_torus_grid, run by tortus-pg index: cells of 2 pi / 128, each counted '
-'whole when its centre is within the radius; chunks placed since are not counted), or, without '
-'one or for a caller restricted to some groups'' sources, from a fixed sample of about 4,000 '
-'chunks (its pages, the same every time), both counts scaled to the whole tenant.';
+'whole when its centre is within the radius, the chunks as placed then: those ingested or '
+'removed since count as they did), or, without one or for a caller restricted to some groups'' '
+'sources, from a fixed sample of about 4,000 chunks (its pages, the same every time), both '
+'counts scaled to the whole tenant.';
 
 create or replace function tortus.path_hops(path bigint[], edge_types text[], directions text[])
 returns table (hop integer, src bigint, src_label text, dst bigint, dst_label text, edge_type text,
