@@ -2,32 +2,42 @@
 -- portals are controlled jumps between subgraphs through rare shared concepts.
 
 create or replace function tortus.place_concepts() returns integer
-language sql
+language plpgsql
 set search_path = pg_catalog, pg_temp
-begin atomic
-    with placed as (
-        select e.dst as node_id,
-               atan2(avg(sin(c.theta)), avg(cos(c.theta))) as t,
-               atan2(avg(sin(c.phi)), avg(cos(c.phi))) as p
+as $$
+declare
+    placed_count integer;
+begin
+    with mention as (
+        select e.dst as node_id, c.theta, c.phi
         from tortus.edge e
         join tortus.node c on c.tenant_id = e.tenant_id and c.node_id = e.src
-        where e.tenant_id = tortus.current_tenant() and e.type = 'mentions' and c.theta is not null
-        group by e.dst
+        where e.tenant_id = tortus.current_tenant() and e.type = 'mentions'
+    ), placed as (
+        select m.node_id, count(*)::integer as mentions,
+               atan2(avg(sin(m.theta)), avg(cos(m.theta))) as t,
+               atan2(avg(sin(m.phi)), avg(cos(m.phi))) as p
+        from mention m
+        group by m.node_id
     ), updated as (
         update tortus.node n
-        set theta = mod((placed.t + 2 * pi())::numeric, (2 * pi())::numeric)::float8,
-            phi = mod((placed.p + 2 * pi())::numeric, (2 * pi())::numeric)::float8
+        set theta = coalesce(mod((placed.t + 2 * pi())::numeric, (2 * pi())::numeric)::float8, n.theta),
+            phi = coalesce(mod((placed.p + 2 * pi())::numeric, (2 * pi())::numeric)::float8, n.phi),
+            mentions = placed.mentions
         from placed
         where n.tenant_id = tortus.current_tenant() and n.node_id = placed.node_id
-        returning 1
+        returning placed.t
     )
-    select count(*)::integer from updated;
-end;
+    select count(*)::integer into placed_count from updated where updated.t is not null;
+    return placed_count;
+end
+$$;
 
 comment on function tortus.place_concepts() is
 'Place every mentioned concept of the current tenant at the circular mean (on each torus '
-'angle) of the chunks that mention it; returns how many nodes were placed. Chunks must have '
-'coordinates first (tortus-pg index).';
+'angle) of the chunks that mention it, and store how many chunks mention it (node.mentions, '
+'the walk''s hub penalty); returns how many nodes were placed (those mentioned by a placed '
+'chunk). Chunks must have coordinates first (tortus-pg index).';
 
 create or replace function tortus.rebuild_torus_grid(layout text default null, side integer default 128)
 returns integer

@@ -184,6 +184,9 @@ declare
     v_decay constant double precision := (p->>'decay')::double precision;
     v_layout constant text := p->>'layout';
     v_age constant boolean := p->>'traversal' = 'age';
+    -- The mention counts stored with the concepts count every chunk: a caller who reads only
+    -- some sources counts the mentions it can see instead.
+    v_stored_mentions constant boolean := tortus.caller_groups() is null;
     -- Neighbours scored per expanded node: the strongest edges first; the rest are not read.
     v_scan_cap constant integer := 4 * v_fan_out;
     v_type_filter constant boolean := v_allow is not null or cardinality(v_deny) > 0;
@@ -308,7 +311,7 @@ begin
     --   strength  = strength(f) * hop_score            (1 for seeds)
     --   score     = strength * exp(-d(n))
     -- rel(n) = (1 + cosine similarity to the query) / 2, or 0.5 without comparable embeddings;
-    -- mentions(n) = chunks mentioning n (counted up to 1000, 0 for chunks); d(n) = torus
+    -- mentions(n) = chunks mentioning n (up to 1000, as place_concepts counted them, 0 for chunks); d(n) = torus
     -- distance to the nearest seed (inherited from f when n or every seed has no coordinates;
     -- 0 if none).
     for v_h in 1 .. v_max_hops loop
@@ -410,10 +413,12 @@ begin
                    tortus.vector_similarity(n.embedding, traverse.query) as sim,
                    (select min(tortus.torus_distance(c.theta, c.phi, s.theta, s.phi))
                     from unnest(v_seed_theta, v_seed_phi) as s(theta, phi)) as dist,
-                   case when n.kind = 'chunk' then 0 else (select count(*) from (
+                   -- As counted when the concept was placed; counted here when it has not been.
+                   case when n.kind = 'chunk' then 0
+                        else least(coalesce(case when v_stored_mentions then n.mentions end, (select count(*) from (
                         select 1 from tortus.edge m
                         where m.tenant_id = v_tenant and m.dst = n.node_id and m.type = 'mentions' limit 1000
-                    ) z) end as mentions,
+                    ) z)), 1000) end as mentions,
                    (v_subgraphs is null or exists (
                         select 1 from tortus.membership m
                         where m.tenant_id = v_tenant and m.node_id = n.node_id and m.subgraph = any(v_subgraphs)))
@@ -584,7 +589,8 @@ comment on function tortus.traverse(bigint[], vector, jsonb) is
 '* rel(n) / ln(e + mentions(n)); score = product of hop_scores along the path * exp(-d(n)), '
 'where rel(n) = (1 + cosine similarity of the node embedding to the query) / 2 (0.5 when '
 'either is missing or the dimensions differ), mentions(n) = number of chunks mentioning n '
-'(counted up to 1000, 0 for chunks; a hub penalty), d(n) = torus distance to the nearest seed (inherited '
+'(up to 1000, as tortus.place_concepts last counted them, counted live for a concept it has not '
+'counted and for a caller who reads only some sources; 0 for chunks; a hub penalty), d(n) = torus distance to the nearest seed (inherited '
 'from the previous node when unknown). Portal hops have confidence 1 and count against '
 'max_portal_hops per path. Seeds are hop 0 rows with score 1. Returns kept rows (at most '
 'max_nodes, hop <= max_hops) and pruned candidates with pruned = true and a prune_reason '

@@ -225,6 +225,26 @@ def test_hub_concepts_score_below_rare_ones(graph: Graph) -> None:
     assert hits[graph.ids["rare"]].score > hits[graph.ids["hub"]].score
 
 
+def test_the_hub_penalty_counts_mentions_as_place_concepts_last_counted_them(graph: Graph) -> None:
+    """A concept's hop score is divided by ln(e + the chunks mentioning it): as
+    tortus.place_concepts counted them (run by the index step), or counted by the walk for a
+    concept it has not counted; mentions added since count from the next placement."""
+    hub(graph, 30)  # the seed and 30 chunks mention the hub
+    def weighted() -> float:  # the hub's hop score times its penalty: the same whatever the count
+        return kept(traverse(graph.conn, [graph.ids["seed"]], max_hops=1))[graph.ids["hub"]].hop_scores[0]
+    live = weighted()
+    assert graph.conn.execute("select tortus.place_concepts()").fetchone() == (0,)  # no chunk placed
+    assert graph.conn.execute("select mentions from tortus.node where node_id = %s",
+                              [graph.ids["hub"]]).fetchone() == (31,)
+    assert weighted() == pytest.approx(live)
+    for i in range(30):
+        graph.node(f"late{i}")
+        graph.edge(f"late{i}", "hub", "mentions", 0.6)
+    assert weighted() == pytest.approx(live)  # 31 until the concepts are placed again
+    graph.conn.execute("select tortus.place_concepts()")
+    assert weighted() == pytest.approx(live * math.log(math.e + 31) / math.log(math.e + 61))
+
+
 def test_max_nodes_bounds_kept_and_pruned_rows(graph: Graph) -> None:
     hub(graph)
     hits = traverse(graph.conn, [graph.ids["seed"]], "[1,0]", max_nodes=5, max_hops=3)

@@ -125,6 +125,7 @@ node = sa.Table(
     sa.Column("confidence", REAL, nullable=False),
     sa.Column("freshness", sa.TIMESTAMP(timezone=True), nullable=False),
     sa.Column("props", JSONB, nullable=False),
+    sa.Column("mentions", sa.Integer),  # a concept's chunk mentions when tortus.place_concepts last counted them
     sa.PrimaryKeyConstraint("tenant_id", "node_id"),
     sa.UniqueConstraint("tenant_id", "kind", "key"),
     _tenant_fk(), _source_fk(),

@@ -6,6 +6,7 @@ writes nothing of the graph, and cannot borrow another key's groups."""
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -145,6 +146,27 @@ def test_a_key_limited_to_groups_may_only_query(world: World) -> None:
         tenants.create_key(conn, TENANT, ["query", "ingest"], groups=["hr"])
     with connect(world.owner) as conn, pytest.raises(InvalidInput, match="group names"):
         tenants.create_key(conn, TENANT, ["query"], groups=["no spaces"])
+
+
+def test_a_walk_counts_only_the_mentions_its_caller_can_read(world: World) -> None:
+    """The hub penalty of a concept mentioned in a closed source: the count stored when the
+    concepts were placed (every chunk) for a full reader, the mentions it can see for a
+    restricted one, so the walk's scores tell it nothing about hidden chunks."""
+    walk = ("select t.hop_scores[1] from tortus.traverse(array(select node_id from tortus.node "
+            "where kind = 'chunk' and text like '%%depends on the Key Store%%'), null, '{\"max_hops\": 1}') t "
+            "where t.label = 'Atlas Service'")
+    with connect(world.owner) as conn:
+        with tenant_scope(conn, TENANT):
+            conn.execute("select tortus.place_concepts()")
+            stored = conn.execute("select mentions from tortus.node where label = 'Atlas Service'").fetchone()
+        scores = {}
+        for name in ("full", "fin"):
+            with conn.transaction(force_rollback=True):
+                conn.execute("set local role tortus_app")
+                conn.execute("select tortus.enter_tenant(%s)", [tenants.key_hash(world.keys[name])])
+                scores[name] = conn.execute(walk).fetchone()[0]  # type: ignore[index]
+    assert stored == (2,)  # the open and the closed source each mention it once
+    assert scores["fin"] / scores["full"] == pytest.approx(math.log(math.e + 2) / math.log(math.e + 1))
 
 
 def test_answers_and_traces_follow_the_askers_groups(world: World, tmp_path: Path) -> None:
