@@ -27,6 +27,11 @@ begin
         from placed
         where n.tenant_id = tortus.current_tenant() and n.node_id = placed.node_id
         returning placed.t
+    ), unmentioned as (
+        -- A concept no chunk mentions any longer keeps no count (the walk counts it: none).
+        update tortus.node n set mentions = null
+        where n.tenant_id = tortus.current_tenant() and n.mentions is not null
+          and not exists (select 1 from placed where placed.node_id = n.node_id)
     )
     select count(*)::integer into placed_count from updated where updated.t is not null;
     return placed_count;

@@ -243,6 +243,15 @@ def test_the_hub_penalty_counts_mentions_as_place_concepts_last_counted_them(gra
     assert weighted() == pytest.approx(live)  # 31 until the concepts are placed again
     graph.conn.execute("select tortus.place_concepts()")
     assert weighted() == pytest.approx(live * math.log(math.e + 31) / math.log(math.e + 61))
+    graph.conn.execute("delete from tortus.edge where dst = %s and type = 'mentions' and src <> %s",
+                       [graph.ids["hub"], graph.ids["seed"]])
+    graph.conn.execute("select tortus.place_concepts()")
+    assert graph.conn.execute("select mentions from tortus.node where node_id = %s",
+                              [graph.ids["hub"]]).fetchone() == (1,)
+    graph.conn.execute("delete from tortus.edge where dst = %s", [graph.ids["hub"]])
+    graph.conn.execute("select tortus.place_concepts()")
+    assert graph.conn.execute("select mentions from tortus.node where node_id = %s",
+                              [graph.ids["hub"]]).fetchone() == (None,)
 
 
 def test_max_nodes_bounds_kept_and_pruned_rows(graph: Graph) -> None:
