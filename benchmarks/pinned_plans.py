@@ -14,15 +14,13 @@ from collections.abc import Callable
 from functools import partial
 
 import psycopg
-from alternating import alternate, report
+from alternating import compare
 
 from tortus_pg import bridges, disputes, retrieve
-from tortus_pg.config import load_settings
-from tortus_pg.db import connect, database_url, pinned, tenant_scope
-from tortus_pg.embed import Embedder, make_embedder
+from tortus_pg.db import pinned
+from tortus_pg.embed import Embedder
 from tortus_pg.engine import Answer, answer
 from tortus_pg.query import chains, terms
-from tortus_pg.scale.workloads import tenant_questions
 
 USERS = (bridges, disputes, retrieve, chains, terms)  # the modules whose statements are pinned
 
@@ -36,7 +34,7 @@ def use(pin: Callable[[str, str | None], str]) -> None:
         module.pinned = pin  # type: ignore[attr-defined]
 
 
-def _ask(conn: psycopg.Connection, embedder: Embedder, pin: Callable[[str, str | None], str],
+def _ask(pin: Callable[[str, str | None], str], conn: psycopg.Connection, embedder: Embedder,
          question: str) -> Answer:
     use(pin)
     try:
@@ -50,11 +48,7 @@ def main() -> None:
     parser.add_argument("tenant", help="a scale tenant (scale-10k, scale-100k, …)")
     parser.add_argument("--questions", type=int, default=30)
     args = parser.parse_args()
-    embedder = make_embedder("hash", dim=384)
-    with connect(database_url(load_settings())) as conn, tenant_scope(conn, args.tenant):
-        asks = (partial(_ask, conn, embedder, unpinned), partial(_ask, conn, embedder, pinned))
-        ms, differ = alternate(tenant_questions(conn, args.questions), asks)
-    report(("unpinned", "pinned"), ms, differ)
+    compare(args.tenant, args.questions, (partial(_ask, unpinned), partial(_ask, pinned)), ("unpinned", "pinned"))
 
 
 if __name__ == "__main__":

@@ -16,14 +16,11 @@ import json
 from functools import partial
 
 import psycopg
-from alternating import alternate, report
+from alternating import compare
 
-from tortus_pg.config import load_settings
-from tortus_pg.db import connect, database_url, tenant_scope
-from tortus_pg.embed import Embedder, make_embedder
+from tortus_pg.embed import Embedder
 from tortus_pg.engine import Answer, answer
 from tortus_pg.policy import TraversalPolicy, make_policy
-from tortus_pg.scale.workloads import tenant_questions
 
 
 def policy(fields: list[str]) -> TraversalPolicy:
@@ -46,15 +43,12 @@ def main() -> None:
     parser.add_argument("--after", nargs="*", default=[], help="policy fields of the second side (name=value)")
     parser.add_argument("--questions", type=int, default=50)
     args = parser.parse_args()
-    embedder = make_embedder("hash", dim=384)
-    with connect(database_url(load_settings())) as conn, tenant_scope(conn, args.tenant):
-        asks = tuple(partial(_ask, conn, embedder, policy(fields)) for fields in (args.before, args.after))
-        ms, differ = alternate(tenant_questions(conn, args.questions), asks)  # type: ignore[arg-type]
-    report((f"before {' '.join(args.before) or 'default'}", f"after {' '.join(args.after) or 'default'}"),
-           ms, differ)
+    sides = (partial(_ask, policy(args.before)), partial(_ask, policy(args.after)))
+    compare(args.tenant, args.questions, sides,
+            (f"before {' '.join(args.before) or 'default'}", f"after {' '.join(args.after) or 'default'}"))
 
 
-def _ask(conn: psycopg.Connection, embedder: Embedder, side: TraversalPolicy, question: str) -> Answer:
+def _ask(side: TraversalPolicy, conn: psycopg.Connection, embedder: Embedder, question: str) -> Answer:
     return answer(conn, question, embedder=embedder, store=False, policy=side)
 
 

@@ -13,22 +13,23 @@ first and is rolled back after. Run it from the workspace that holds the scale t
 from __future__ import annotations
 
 import argparse
-from functools import partial
 
 import psycopg
-from alternating import alternate, report
+from alternating import compare
 
 from tortus_pg.config import load_settings
 from tortus_pg.db import connect, database_url, tenant_scope
-from tortus_pg.embed import Embedder, make_embedder
+from tortus_pg.embed import Embedder
 from tortus_pg.engine import Answer, answer
-from tortus_pg.scale.workloads import tenant_questions
 
 
-def _ask(conn: psycopg.Connection, embedder: Embedder, grid: bool, question: str) -> Answer:
+def with_grid(conn: psycopg.Connection, embedder: Embedder, question: str) -> Answer:
+    return answer(conn, question, embedder=embedder, store=False)
+
+
+def without_grid(conn: psycopg.Connection, embedder: Embedder, question: str) -> Answer:
     with conn.transaction(force_rollback=True):
-        if not grid:
-            conn.execute("delete from tortus.torus_grid where tenant_id = tortus.current_tenant()")
+        conn.execute("delete from tortus.torus_grid where tenant_id = tortus.current_tenant()")
         return answer(conn, question, embedder=embedder, store=False)
 
 
@@ -37,13 +38,10 @@ def main() -> None:
     parser.add_argument("tenant", help="a scale tenant (scale-100k, scale-1m: over 4,000 chunks)")
     parser.add_argument("--questions", type=int, default=100)
     args = parser.parse_args()
-    embedder = make_embedder("hash", dim=384)
     with connect(database_url(load_settings())) as conn, tenant_scope(conn, args.tenant):
         if conn.execute("select count(*) from tortus.torus_grid").fetchone() != (1,):
             raise SystemExit(f"{args.tenant} has no torus grid: run `tortus-pg index` on it first")
-        asks = (partial(_ask, conn, embedder, False), partial(_ask, conn, embedder, True))
-        ms, differ = alternate(tenant_questions(conn, args.questions), asks)
-    report(("sample", "grid"), ms, differ)
+    compare(args.tenant, args.questions, (without_grid, with_grid), ("sample", "grid"))
 
 
 if __name__ == "__main__":
