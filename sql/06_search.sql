@@ -6,6 +6,18 @@
 
 drop function if exists tortus.bm25_search(text, integer, double precision, double precision, regconfig);
 drop function if exists tortus.bm25_search(text, integer, double precision, double precision, regconfig, bigint[]);
+create or replace function tortus.bm25_term_score(
+    idf double precision, tf integer, doc_len integer, avgdl double precision, k1 double precision, b double precision
+) returns double precision
+language sql immutable parallel safe
+-- A SQL-standard body without a SET clause, so the planner inlines it into each caller.
+return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl));
+
+comment on function tortus.bm25_term_score(double precision, integer, integer, double precision, double precision,
+                                      double precision) is
+'One lexeme''s Okapi BM25 contribution to a document''s score: idf * tf * (k1 + 1) / '
+'(tf + k1 * (1 - b + b * doc_len / avgdl)).';
+
 create or replace function tortus.bm25_search(
     query text, k integer default 10, k1 double precision default 1.2, b double precision default 0.75,
     config regconfig default 'english', within bigint[] default null
@@ -58,7 +70,7 @@ begin
     elsif v_rare is not null and v_common_bound > 0 then
         with partial as (
             select p.node_id,
-                   sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.doc_len / v_avgdl))) as score
+                   sum(tortus.bm25_term_score(w.idf, p.tf, p.doc_len, v_avgdl, k1, b)) as score
             from tortus.bm25_posting p
             join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
             where p.tenant_id = v_tenant and p.lexeme = any(v_rare)
@@ -77,7 +89,7 @@ begin
         return query
         with scored as (
             select p.node_id,
-                   sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.doc_len / v_avgdl))) as score
+                   sum(tortus.bm25_term_score(w.idf, p.tf, p.doc_len, v_avgdl, k1, b)) as score
             from tortus.bm25_posting p
             join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
             where p.tenant_id = v_tenant and p.lexeme = any(v_terms) and p.node_id = any(v_candidates)
@@ -98,7 +110,7 @@ begin
     -- the index serves it under row-level security).
     return query
     with scored as (
-        select p.node_id, sum(w.idf * p.tf * (k1 + 1) / (p.tf + k1 * (1 - b + b * p.doc_len / v_avgdl))) as score
+        select p.node_id, sum(tortus.bm25_term_score(w.idf, p.tf, p.doc_len, v_avgdl, k1, b)) as score
         from tortus.bm25_posting p
         join unnest(v_terms, v_idf) as w(lexeme, idf) on w.lexeme = p.lexeme
         where p.tenant_id = v_tenant and p.lexeme = any(v_terms)
