@@ -40,7 +40,7 @@ as $$
 declare
     known constant text[] := array['max_hops', 'fan_out', 'beam_width', 'max_nodes', 'max_portal_hops',
                                    'edge_types_allow', 'edge_types_deny', 'local_only', 'subgraphs', 'torus_radius',
-                                   'min_score', 'decay', 'layout', 'traversal'];
+                                   'min_score', 'decay', 'layout', 'traversal', 'report_blocked'];
     -- key, default, minimum, server cap (values above the cap are lowered to it)
     ints constant jsonb := '{"max_hops": [2, 0, 4], "fan_out": [25, 1, 100], "beam_width": [50, 1, 500],
                              "max_nodes": [200, 1, 2000], "max_portal_hops": [1, 0, 4]}';
@@ -96,6 +96,15 @@ begin
         out := out || jsonb_build_object('local_only', v);
     end if;
 
+    v := p->'report_blocked';
+    if v is null or jsonb_typeof(v) = 'null' then
+        out := out || '{"report_blocked": true}';
+    elsif jsonb_typeof(v) <> 'boolean' then
+        raise exception 'traversal policy report_blocked must be true or false, got %', v using errcode = '22023';
+    else
+        out := out || jsonb_build_object('report_blocked', v);
+    end if;
+
     v := p->'layout';
     if v is null or jsonb_typeof(v) = 'null' then
         out := out || '{"layout": null}';
@@ -149,8 +158,10 @@ comment on function tortus.traverse_policy(jsonb) is
 'none), decay (per-hop factor in (0, 1]; default 0.85), layout (default none: the node''s theta '
 'and phi; a name reads the alternative coordinates tortus-pg stored in props.layouts, for '
 'layout ablations), traversal (default "sql": neighbours read from tortus.edge and tortus.portal; '
-'"age": from the tenant''s Apache AGE mirror, through Cypher, see tortus.age_sync). Unknown keys '
-'and wrong types raise 22023.';
+'"age": from the tenant''s Apache AGE mirror, through Cypher, see tortus.age_sync), report_blocked '
+'(default true: edges and portals the policy does not follow come back as pruned rows, a few per '
+'node, saying why; false reads none of them, which is faster where a denied type is common). '
+'Unknown keys and wrong types raise 22023.';
 
 create or replace function tortus.traverse(seeds bigint[], query vector, policy jsonb default '{}')
 returns table (
@@ -188,8 +199,10 @@ declare
     -- some sources counts the mentions it can see instead.
     v_stored_mentions constant boolean := tortus.caller_groups() is null;
     -- Neighbours scored per expanded node: the strongest edges first; the rest are not read.
-    v_scan_cap constant integer := 4 * v_fan_out;
-    v_type_filter constant boolean := v_allow is not null or cardinality(v_deny) > 0;
+    v_scan_cap constant integer := 2 * v_fan_out;
+    -- Edges of a type the policy does not follow are read (to report why) only when asked.
+    v_report constant boolean := (p->>'report_blocked')::boolean;
+    v_type_filter constant boolean := v_report and (v_allow is not null or cardinality(v_deny) > 0);
     v_portal_type_ok constant boolean := (v_allow is null or 'portal' = any(v_allow)) and 'portal' <> all(v_deny);
     v_portals_ok constant boolean := v_portal_type_ok and not v_local_only;
     v_seed_subgraphs text[];
@@ -389,7 +402,7 @@ begin
                                  when v_local_only then 'portal not taken: local_only'
                                  else format('portal budget spent (max_portal_hops %s)', v_max_portal_hops) end
                      from tortus.portal t
-                     where not v_age and not (v_portals_ok and f.portals < v_max_portal_hops)
+                     where not v_age and v_report and not (v_portals_ok and f.portals < v_max_portal_hops)
                        and t.tenant_id = v_tenant and t.src = f.node_id
                      union all
                      select x.node_id, x.type, x.dir, x.w, x.conf, x.note,
@@ -399,7 +412,7 @@ begin
                                  else format('portal budget spent (max_portal_hops %s)', v_max_portal_hops) end
                      from unnest(a_src, a_dst, a_type, a_dir, a_w, a_conf, a_note)
                           as x(src, node_id, type, dir, w, conf, note)
-                     where v_age and x.src = f.node_id
+                     where v_age and v_report and x.src = f.node_id
                        and case when x.dir = 'portal' then not (v_portals_ok and f.portals < v_max_portal_hops)
                                 else v_type_filter
                                      and not ((v_allow is null or x.type = any(v_allow)) and x.type <> all(v_deny)) end

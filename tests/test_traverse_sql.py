@@ -217,6 +217,20 @@ def test_fan_out_caps_neighbours_expanded_per_node(graph: Graph) -> None:
     assert all(h.path[:2] == [graph.ids["seed"], graph.ids["hub"]] for h in second)
 
 
+def test_only_the_strongest_edges_of_a_node_are_scored(graph: Graph) -> None:
+    # Twice fan_out edges are read per expanded node, strongest first: the third, weakest edge's
+    # end would score best (it alone is like the query) but is never read.
+    graph.node("seed", embedding=[1, 0])
+    for name, weight, embedding in (("strong", 0.9, [-1, 0]), ("second", 0.8, [-1, 0.1]), ("weak", 0.1, [1, 0])):
+        graph.node(name, embedding=embedding)
+        graph.edge("seed", name, "next", weight)
+    hits = traverse(graph.conn, [graph.ids["seed"]], "[1,0]", fan_out=1, max_hops=1)
+    assert graph.ids["weak"] not in {h.node_id for h in hits}
+    assert set(kept(hits)) == {graph.ids["seed"], graph.ids["second"]}
+    wide = traverse(graph.conn, [graph.ids["seed"]], "[1,0]", fan_out=2, max_hops=1)
+    assert set(kept(wide)) == {graph.ids["seed"], graph.ids["weak"], graph.ids["second"]}
+
+
 def test_hub_concepts_score_below_rare_ones(graph: Graph) -> None:
     hub(graph, 30)
     graph.node("rare", "concept")
@@ -274,6 +288,16 @@ def test_denied_edge_type_is_not_followed_and_is_reported(graph: Graph) -> None:
     allowed = traverse(graph.conn, [ids["A"]], max_hops=3, edge_types_allow=["mentions"])
     assert set(kept(allowed)) == {ids["A"], ids["Ledger Service"]}
     assert any(h.prune_reason == "edge type depends_on is not in edge_types_allow" for h in allowed)
+
+
+def test_blocked_edges_are_not_read_when_not_reported(graph: Graph) -> None:
+    chain(graph)
+    ids = graph.ids
+    reported = traverse(graph.conn, [ids["A"]], max_hops=3, edge_types_deny=["depends_on"])
+    quiet = traverse(graph.conn, [ids["A"]], max_hops=3, edge_types_deny=["depends_on"], report_blocked=False)
+    assert kept(quiet).keys() == kept(reported).keys() == {ids["A"], ids["Ledger Service"]}
+    assert any(h.prune_reason == "edge type depends_on is in edge_types_deny" for h in reported)
+    assert not any(h.pruned for h in quiet)
 
 
 def portals(g: Graph) -> None:
@@ -359,6 +383,8 @@ def test_bad_policy_is_refused_with_the_key_named(session_conn: psycopg.Connecti
         session_conn.execute("select tortus.traverse_policy('{\"fan_out\": 2.5}')")
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="edge_types_deny must be an array of strings"):
         session_conn.execute('select tortus.traverse_policy(\'{"edge_types_deny": "mentions"}\')')
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="report_blocked must be true or false"):
+        session_conn.execute('select tortus.traverse_policy(\'{"report_blocked": "no"}\')')
     row = session_conn.execute(
         'select tortus.traverse_policy(\'{"max_hops": 9, "fan_out": 1000, "max_nodes": 99999}\')'
     ).fetchone()

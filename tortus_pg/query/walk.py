@@ -45,7 +45,7 @@ def walk(conn: psycopg.Connection, state: State) -> None:
         "density", lambda: walk_radius(conn, state.walk_seeds, options.layout), no_density)
     domains = clock.attempt("domains", lambda: _subgraphs(conn, state.walk_seeds), 0)
     portals = 1 if policy.portal_preference == "prefer" or (policy.portal_preference == "auto" and domains > 1) else 0
-    state.walk_policy = _walk_policy(policy, state.radius, portals, options.layout)
+    state.walk_policy = walk_policy(policy, state.radius, portals, options.layout)
     no_walk: tuple[list[Reached], list[dict[str, Any]]] = ([], [])
     state.reached, state.pruned = clock.attempt("walk", lambda: walked(conn, state), no_walk)
     state.portals = [{"stage": "walk", "allowed": state.walk_policy["max_portal_hops"] > 0,
@@ -83,15 +83,18 @@ def _subgraphs(conn: psycopg.Connection, seeds: Sequence[int]) -> int:
     return int(row[0]) if row else 0
 
 
-def _walk_policy(policy: TraversalPolicy, radius: float | None, portals: int, layout: str | None) -> dict[str, Any]:
+def walk_policy(policy: TraversalPolicy, radius: float | None, portals: int, layout: str | None) -> dict[str, Any]:
+    """The `tortus.traverse` policy of the engine's walk: its bounds within `policy`, the torus
+    `radius`, `portals` hops allowed and the coordinates of `layout`."""
     return {
         "layout": layout,
         "max_hops": min(policy.max_hops, WALK_HOPS), "fan_out": FAN_OUT, "beam_width": BEAM_WIDTH,
         "max_nodes": MAX_NODES,
         "max_portal_hops": 0 if policy.local_only else portals, "local_only": policy.local_only,
         "subgraphs": [policy.semantic_group] if policy.semantic_group else None, "torus_radius": radius,
-        # Co-occurrence links are too many and too weak to walk; reading order stays.
-        "edge_types_deny": ["related_to"],
+        # Co-occurrence links are too many and too weak to walk (nor worth reading to report);
+        # reading order stays.
+        "edge_types_deny": ["related_to"], "report_blocked": False,
         "traversal": policy.traversal,
     }
 
