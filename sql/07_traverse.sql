@@ -44,6 +44,7 @@ declare
     -- key, default, minimum, server cap (values above the cap are lowered to it)
     ints constant jsonb := '{"max_hops": [2, 0, 4], "fan_out": [25, 1, 100], "beam_width": [50, 1, 500],
                              "max_nodes": [200, 1, 2000], "max_portal_hops": [1, 0, 4]}';
+    bools constant jsonb := '{"local_only": false, "report_blocked": true}';  -- key: default
     p jsonb := coalesce(policy, '{}');
     out jsonb := '{}';
     k text;
@@ -87,23 +88,15 @@ begin
         end if;
     end loop;
 
-    v := p->'local_only';
-    if v is null or jsonb_typeof(v) = 'null' then
-        out := out || '{"local_only": false}';
-    elsif jsonb_typeof(v) <> 'boolean' then
-        raise exception 'traversal policy local_only must be true or false, got %', v using errcode = '22023';
-    else
-        out := out || jsonb_build_object('local_only', v);
-    end if;
-
-    v := p->'report_blocked';
-    if v is null or jsonb_typeof(v) = 'null' then
-        out := out || '{"report_blocked": true}';
-    elsif jsonb_typeof(v) <> 'boolean' then
-        raise exception 'traversal policy report_blocked must be true or false, got %', v using errcode = '22023';
-    else
-        out := out || jsonb_build_object('report_blocked', v);
-    end if;
+    for k, v in select * from jsonb_each(bools) loop
+        if p->k is null or jsonb_typeof(p->k) = 'null' then
+            out := out || jsonb_build_object(k, v);
+        elsif jsonb_typeof(p->k) <> 'boolean' then
+            raise exception 'traversal policy % must be true or false, got %', k, p->k using errcode = '22023';
+        else
+            out := out || jsonb_build_object(k, p->k);
+        end if;
+    end loop;
 
     v := p->'layout';
     if v is null or jsonb_typeof(v) = 'null' then
