@@ -139,8 +139,8 @@ $$;
 comment on function tortus.traverse_policy(jsonb) is
 'The effective traversal policy for tortus.traverse: validates the keys and types of a policy '
 'object and fills in defaults, lowering values above the server caps to the cap. Keys: '
-'max_hops (default 2, cap 4), fan_out (neighbours kept per expanded node and hop; default 25, '
-'cap 100), beam_width (nodes expanded per hop, best scores first; default 50, cap 500), '
+'max_hops (default 2, cap 4), fan_out (neighbours kept per expanded node and hop, chosen among '
+'its 2 x fan_out strongest followable edges; default 25, cap 100), beam_width (nodes expanded per hop, best scores first; default 50, cap 500), '
 'max_nodes (kept candidates including seeds, and separately pruned rows returned; default 200, '
 'cap 2000), max_portal_hops (per path; default 1, cap 4), edge_types_allow (array; default '
 'all), edge_types_deny (array; default none; the pseudo-type "portal" names portal hops in '
