@@ -257,12 +257,14 @@ as $$
         select h.type, h.src, h.dst, e.confidence, e.spans
         from (select distinct hops.type, hops.src, hops.dst from hops where not hops.portal) h
         left join lateral (
-            -- The LIMIT keeps the planner probing the index rather than hashing the edge table.
+            -- The LIMIT keeps the planner probing the index rather than hashing the edge table;
+            -- `dst + 0` keeps it on the edge's own key (src first) rather than the index of edges
+            -- by end and type, where a concept mentioned by hundreds of chunks is read whole.
             select x.confidence,
                    (select count(*) from tortus.evidence_span sp
                     where sp.tenant_id = x.tenant_id and sp.edge_id = x.edge_id) as spans
             from tortus.edge x
-            where x.tenant_id = tortus.current_tenant() and x.type = h.type and x.src = h.src and x.dst = h.dst
+            where x.tenant_id = tortus.current_tenant() and x.type = h.type and x.src = h.src and x.dst + 0 = h.dst
             limit 1
         ) e on true
     ),
