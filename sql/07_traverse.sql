@@ -140,7 +140,8 @@ comment on function tortus.traverse_policy(jsonb) is
 'The effective traversal policy for tortus.traverse: validates the keys and types of a policy '
 'object and fills in defaults, lowering values above the server caps to the cap. Keys: '
 'max_hops (default 2, cap 4), fan_out (neighbours kept per expanded node and hop, chosen among '
-'its 2 x fan_out strongest followable edges; default 25, cap 100), beam_width (nodes expanded per hop, best scores first; default 50, cap 500), '
+'its 2 x fan_out strongest followable edges; default 25, cap 100), beam_width (nodes expanded '
+'per hop, best scores first; default 50, cap 500), '
 'max_nodes (kept candidates including seeds, and separately pruned rows returned; default 200, '
 'cap 2000), max_portal_hops (per path; default 1, cap 4), edge_types_allow (array; default '
 'all), edge_types_deny (array; default none; the pseudo-type "portal" names portal hops in '
@@ -193,9 +194,9 @@ declare
     v_stored_mentions constant boolean := tortus.caller_groups() is null;
     -- Neighbours scored per expanded node: the strongest edges first; the rest are not read.
     v_scan_cap constant integer := 2 * v_fan_out;
-    -- Edges of a type the policy does not follow are read (to report why) only when asked.
+    -- What the policy does not follow is read (to report why) only when asked.
     v_report constant boolean := (p->>'report_blocked')::boolean;
-    v_type_filter constant boolean := v_report and (v_allow is not null or cardinality(v_deny) > 0);
+    v_report_types constant boolean := v_report and (v_allow is not null or cardinality(v_deny) > 0);
     v_portal_type_ok constant boolean := (v_allow is null or 'portal' = any(v_allow)) and 'portal' <> all(v_deny);
     v_portals_ok constant boolean := v_portal_type_ok and not v_local_only;
     v_seed_subgraphs text[];
@@ -382,12 +383,12 @@ begin
                      select e.dst as node_id, e.type, 'out'::text as dir, e.weight::float8 as w,
                             e.confidence::float8 as conf, null::text as note, e.type as blocked
                      from tortus.edge e
-                     where not v_age and v_type_filter and e.tenant_id = v_tenant and e.src = f.node_id
+                     where not v_age and v_report_types and e.tenant_id = v_tenant and e.src = f.node_id
                        and not ((v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny))
                      union all
                      select e.src, e.type, 'in', e.weight, e.confidence, null, e.type
                      from tortus.edge e
-                     where not v_age and v_type_filter and e.tenant_id = v_tenant and e.dst = f.node_id
+                     where not v_age and v_report_types and e.tenant_id = v_tenant and e.dst = f.node_id
                        and not ((v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny))
                      union all
                      select t.dst, 'portal', 'portal', t.weight, 1, t.reason,
@@ -407,7 +408,7 @@ begin
                           as x(src, node_id, type, dir, w, conf, note)
                      where v_age and v_report and x.src = f.node_id
                        and case when x.dir = 'portal' then not (v_portals_ok and f.portals < v_max_portal_hops)
-                                else v_type_filter
+                                else v_report_types
                                      and not ((v_allow is null or x.type = any(v_allow)) and x.type <> all(v_deny)) end
                  ) b
                  order by b.w * b.conf desc, b.node_id
