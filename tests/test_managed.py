@@ -113,5 +113,6 @@ def test_ensure_vector_index_creates_an_hnsw_index(conn: psycopg.Connection) -> 
     assert conn.execute("select tortus.ensure_vector_index(8)").fetchone() == ("node_embedding_8_hnsw",)
     indexdef = conn.execute("select indexdef from pg_indexes where indexname = 'node_embedding_8_hnsw'").fetchone()
     assert indexdef is not None and "hnsw" in indexdef[0] and "vector(8)" in indexdef[0]
+    assert "ef_construction='256'" in indexdef[0]
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="1 to 4000 dimensions"):
         conn.execute("select tortus.ensure_vector_index(4096)")

@@ -119,3 +119,31 @@ def test_postings_get_their_documents_length_on_upgrade(fresh_db: Callable[..., 
                            "and conrelid = 'tortus.bm25_posting'::regclass").fetchone()
     assert got == [("x", nodes[0], 2, 3), ("x", nodes[1], 5, 7), ("y", nodes[0], 1, 3)]
     assert key == ("PRIMARY KEY (tenant_id, lexeme, node_id) INCLUDE (tf, doc_len)",)
+
+
+HNSW_OPTIONS = """
+select c.relname, coalesce(array_to_string(c.reloptions, ','), '') from pg_class c join pg_index i on i.indexrelid = c.oid
+where i.indrelid = 'tortus.node'::regclass and c.relname like '%_hnsw' order by 1
+"""
+
+
+def test_hnsw_indexes_are_rebuilt_with_more_candidates_per_insert(fresh_db: Callable[..., str]) -> None:
+    """Revision 0010 rebuilds every dimension's HNSW index with ef_construction 256, each
+    tenant's partition with it; going back rebuilds them with pgvector's defaults."""
+    url = fresh_db()
+    command.upgrade(migrate.alembic_config(url), "0009")
+    with connect(url) as conn:
+        conn.execute("insert into tortus.tenant (tenant_id, name) values ('t', 't')")
+        conn.execute("create index node_embedding_8_hnsw on tortus.node using hnsw "
+                     "((embedding::vector(8)) vector_cosine_ops) where vector_dims(embedding) = 8")
+        conn.commit()
+    command.upgrade(migrate.alembic_config(url), "0010")
+    with connect(url) as conn:
+        rebuilt = conn.execute(HNSW_OPTIONS).fetchall()
+        partitions = conn.execute("select count(*) from pg_inherits where inhparent = 'tortus.node_embedding_8_hnsw'"
+                                  "::regclass").fetchone()
+    assert rebuilt == [(f"node_embedding_{d}_hnsw", "m=16,ef_construction=256") for d in (384, 8)]
+    assert partitions == (1,)  # the tenant's partition is indexed too
+    command.downgrade(migrate.alembic_config(url), "0009")
+    with connect(url) as conn:
+        assert conn.execute(HNSW_OPTIONS).fetchall() == [("node_embedding_384_hnsw", ""), ("node_embedding_8_hnsw", "")]

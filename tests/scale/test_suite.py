@@ -31,7 +31,7 @@ def test_the_suite_builds_measures_and_reports(fresh_db, tmp_path: Path) -> None
     for lat in [*size.latencies, *size.peers, *size.frequent]:
         assert lat.queries == 10 and 0 < lat.p50_ms <= lat.p95_ms <= lat.p99_ms and lat.qps > 0
     assert {"exact vectors (numpy)", "ts_rank_cd", "ts_rank_cd (owner)"} <= {p.kind for p in size.peers}
-    assert [h.ef_search for h in size.hnsw] == [10, 20, 40, 100, 200]
+    assert [h.ef_search for h in size.hnsw] == [10, 20, 40, 100, 200, 400]
     assert all(0 <= h.recall_at_10 <= 1 for h in size.hnsw) and size.hnsw[-1].recall_at_10 > 0.9
     assert report.small_tenant_results == 10
 

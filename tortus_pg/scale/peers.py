@@ -104,7 +104,7 @@ class HnswPoint:
 
 
 def hnsw_curve(url: str, tenant: str, chunks: Chunks, asked: Sequence[Asked],
-               efs: Sequence[int] = (10, 20, 40, 100, 200)) -> list[HnswPoint]:
+               efs: Sequence[int] = (10, 20, 40, 100, 200, 400)) -> list[HnswPoint]:
     """The recall@10 against exact search, and the median latency, each ef_search buys."""
     truth = [set(chunks.exact(a.vector)) for a in asked]
     points = []
