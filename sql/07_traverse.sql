@@ -349,18 +349,24 @@ begin
                    c.node_id, c.type, c.dir, c.w, c.conf, c.note, c.blocked
             from frontier f
             cross join lateral (
+                -- Each direction's strongest edges first: the index of edges by end and
+                -- strength (edge_in_strength) stops reading a hub's mentions at the cap.
                 (select a.node_id, a.type, a.dir, a.w, a.conf, a.note, null::text as blocked
                  from (
-                     select e.dst as node_id, e.type, 'out'::text as dir, e.weight::float8 as w,
-                            e.confidence::float8 as conf, null::text as note
-                     from tortus.edge e
-                     where not v_age and e.tenant_id = v_tenant and e.src = f.node_id
-                       and (v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny)
+                     (select e.dst as node_id, e.type, 'out'::text as dir, e.weight::float8 as w,
+                             e.confidence::float8 as conf, null::text as note
+                      from tortus.edge e
+                      where not v_age and e.tenant_id = v_tenant and e.src = f.node_id
+                        and (v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny)
+                      order by e.weight::float8 * e.confidence::float8 desc, e.dst
+                      limit v_scan_cap)
                      union all
-                     select e.src, e.type, 'in', e.weight, e.confidence, null
-                     from tortus.edge e
-                     where not v_age and e.tenant_id = v_tenant and e.dst = f.node_id
-                       and (v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny)
+                     (select e.src, e.type, 'in', e.weight, e.confidence, null
+                      from tortus.edge e
+                      where not v_age and e.tenant_id = v_tenant and e.dst = f.node_id
+                        and (v_allow is null or e.type = any(v_allow)) and e.type <> all(v_deny)
+                      order by e.weight::float8 * e.confidence::float8 desc, e.src
+                      limit v_scan_cap)
                      union all
                      select t.dst, 'portal', 'portal', t.weight, 1, t.reason
                      from tortus.portal t
@@ -590,8 +596,8 @@ comment on function tortus.traverse(bigint[], vector, jsonb) is
 'edge leads from a concept to the chunks that mention it) and portals (src to dst), for the '
 'current tenant. Policy keys, defaults and caps: see tortus.traverse_policy. Breadth-first, one '
 'set-based query per hop: the beam_width best kept nodes of the previous hop are expanded, '
-'each once: its strongest 4 x fan_out neighbour edges are scored and at most fan_out kept '
-'(so a hop scores at most beam_width x 4 x fan_out candidates); a node is kept once, on its '
+'each once: its strongest 2 x fan_out neighbour edges are scored and at most fan_out kept '
+'(so a hop scores at most beam_width x 2 x fan_out candidates); a node is kept once, on its '
 'best path of the first hop that reaches it. Scoring: hop_score = decay * weight * confidence '
 '* rel(n) / ln(e + mentions(n)); score = product of hop_scores along the path * exp(-d(n)), '
 'where rel(n) = (1 + cosine similarity of the node embedding to the query) / 2 (0.5 when '

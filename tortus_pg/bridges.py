@@ -29,12 +29,12 @@ limit %(limit)s
 
 # For each bridge, the chunk mentioning (or defining) it that best matches the uncovered terms
 # and the bridge's name, chunks of the bridge's own document (the source whose lead chunk
-# defines it) first; then the best of those. Naming the bridge in its query weighs it by its
-# IDF: a rare entity is a stronger lead than one most documents mention.
+# defines it) first; then the best of those (one claim's bridges at a time, `_followed`).
+# Naming the bridge in its query weighs it by its IDF: a rare entity is a stronger lead than
+# one most documents mention.
 _FOLLOW = """
 select f.node_id, c.concept
-from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[], %(claim)s::integer[])
-     as c(concept, label, in_claim, claim)
+from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
 cross join lateral (
     select b.node_id, b.score,
            exists (select 1 from tortus.edge d
@@ -54,7 +54,7 @@ cross join lateral (
     order by own_document desc, b.rank
     limit 1
 ) f
-order by c.claim, f.own_document desc, c.in_claim desc, f.score desc, c.concept
+order by f.own_document desc, c.in_claim desc, f.score desc, c.concept
 limit 1
 """
 BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
@@ -93,17 +93,10 @@ def follow(
                 "limit": BRIDGES_PER_CLAIM}
         for concept, label, in_claim in conn.execute(pinned(_BRIDGES, tenant), near).fetchall():
             bridges.setdefault(concept, _Bridge(concept, label, source, place, before, in_claim))
-    if not bridges:
+    found = _followed(conn, list(bridges.values()), uncovered, evidence, policy, ts_config, tenant)
+    if found is None:
         return None
-    row = conn.execute(pinned(_FOLLOW, tenant), {
-        "q": " ".join(uncovered), "cfg": ts_config, "concepts": list(bridges),
-        "labels": [b.label for b in bridges.values()], "in_claim": [b.in_claim for b in bridges.values()],
-        "claim": [b.claim for b in bridges.values()],
-        "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES, "subgraph": policy.semantic_group,
-    }).fetchone()
-    if row is None:
-        return None
-    node_id, bridge = int(row[0]), bridges[int(row[1])]
+    node_id, bridge = found[0], bridges[found[1]]
     chunk = info.get(node_id) or chunk_info(conn, [node_id], vector).get(node_id)
     if chunk is None:
         return None
@@ -117,6 +110,25 @@ def follow(
         [*(before.directions if before else []), "out", "in"],
         [*(before.reasons if before else []), "the evidence names it", reason], 0.0, None, 1.0, 2)
     return item, reach
+
+
+def _followed(
+    conn: psycopg.Connection, bridges: list[_Bridge], uncovered: list[str], evidence: Sequence[Evidence],
+    policy: TraversalPolicy, ts_config: str, tenant: str | None,
+) -> tuple[int, int] | None:
+    """The chunk a bridge leads to and that bridge's concept, by `_FOLLOW`'s order: the earliest
+    claim's bridges first, so a later claim's are searched only when none of an earlier one's
+    leads anywhere (a hub's search scores every chunk mentioning it)."""
+    for claim in sorted({b.claim for b in bridges}):
+        named = [b for b in bridges if b.claim == claim]
+        row = conn.execute(pinned(_FOLLOW, tenant), {
+            "q": " ".join(uncovered), "cfg": ts_config, "concepts": [b.concept for b in named],
+            "labels": [b.label for b in named], "in_claim": [b.in_claim for b in named],
+            "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES, "subgraph": policy.semantic_group,
+        }).fetchone()
+        if row is not None:
+            return int(row[0]), int(row[1])
+    return None
 
 
 def make_room(evidence: Sequence[Evidence], synthesis: Synthesis, source: int, budget: int) -> list[Evidence] | None:

@@ -148,6 +148,9 @@ edge = sa.Table(
     _node_fk("src"), _node_fk("dst"), _source_fk(),
     sa.Index("edge_src_type", "tenant_id", "src", "type"),
     sa.Index("edge_dst_type", "tenant_id", "dst", "type"),
+    # The walk reads a node's strongest incoming edges first (revision 0011).
+    sa.Index("edge_in_strength", "tenant_id", "dst",
+             sa.text("(weight::double precision * confidence::double precision) DESC"), "src"),
     sa.Index("edge_source", "tenant_id", "source_id"),
 )
 

@@ -1,0 +1,68 @@
+"""Following a bridge: which claim's bridges lead, on a corpus written for it."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tortus_pg import migrate, tenants
+from tortus_pg.bridges import _Bridge, _followed
+from tortus_pg.db import connect, tenant_scope
+from tortus_pg.embed import HashEmbedder
+from tortus_pg.evidence import Evidence
+from tortus_pg.ingest import pipeline, sources
+from tortus_pg.ingest.pipeline import IngestOptions
+from tortus_pg.policy import TraversalPolicy
+
+DOCS = {
+    "vault.md": "# Key Vault\n\nKey Vault stores certificates and signing keys for every service.\n",
+    "ledger.md": "# Ledger Service\n\nThe Ledger Service depends on Key Vault for certificates. "
+                 "The Ledger Service is owned by the Core Ledger Team.\n",
+    "team.md": "# Core Ledger Team\n\nThe Core Ledger Team runs the nightly replay of payments.\n",
+}
+
+
+@pytest.fixture
+def db(fresh_db, tmp_path: Path) -> Iterator[psycopg.Connection]:  # type: ignore[no-untyped-def]
+    url = fresh_db()
+    migrate.upgrade(url)
+    for name, text in DOCS.items():
+        (tmp_path / name).write_text(text)
+    with connect(url) as conn:
+        tenants.create_tenant(conn, "t")
+        conn.commit()
+        pipeline.ingest(conn, "t", sources.resolve([str(tmp_path)], None), HashEmbedder(384), IngestOptions())
+        with tenant_scope(conn, "t"):
+            yield conn
+
+
+def _node(conn: psycopg.Connection, kind: str, label: str) -> int:
+    row = conn.execute("select node_id from tortus.node where kind = %s and label = %s", [kind, label]).fetchone()
+    assert row is not None, label
+    return int(row[0])
+
+
+def _evidence(node_id: int) -> Evidence:
+    return Evidence(node_id, "", "", 0, 0, None, "", 0.0, "seed")
+
+
+def test_the_earliest_claims_bridge_leads_and_a_later_one_only_when_it_leads_nowhere(
+        db: psycopg.Connection) -> None:
+    vault, team = _node(db, "entity", "Key Vault"), _node(db, "entity", "Core Ledger Team")
+    vault_doc = _node(db, "chunk", "vault.md > Key Vault")
+    team_doc = _node(db, "chunk", "team.md > Core Ledger Team")
+    ledger_doc = _node(db, "chunk", "ledger.md > Ledger Service")
+    source = _evidence(ledger_doc)
+    # The second claim's bridge matches what is still asked ("replay") far better.
+    bridges = [_Bridge(team, "Core Ledger Team", source, 1, None, True),
+               _Bridge(vault, "Key Vault", source, 0, None, True)]
+    policy = TraversalPolicy()
+
+    first = _followed(db, bridges, ["replay"], [source], policy, "english", "t")
+    # Key Vault's own document leads; nothing of the later claim's is taken over it.
+    assert first == (vault_doc, vault)
+    # With every chunk about Key Vault already in the evidence, the later claim's bridge leads.
+    taken = [source, _evidence(vault_doc)]
+    assert _followed(db, bridges, ["replay"], taken, policy, "english", "t") == (team_doc, team)
+    assert _followed(db, bridges, ["replay"], [*taken, _evidence(team_doc)], policy, "english", "t") is None
