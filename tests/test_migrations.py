@@ -123,7 +123,8 @@ def test_postings_get_their_documents_length_on_upgrade(fresh_db: Callable[..., 
 
 HNSW_OPTIONS = """
 select c.relname, coalesce(array_to_string(c.reloptions, ','), '')
-from pg_class c join pg_index i on i.indexrelid = c.oid where i.indrelid = 'tortus.node'::regclass and c.relname like '%_hnsw' order by 1
+from pg_class c join pg_index i on i.indexrelid = c.oid
+where i.indrelid = 'tortus.node'::regclass and c.relname like '%_hnsw' order by 1
 """
 
 
