@@ -35,12 +35,14 @@ limit %(limit)s
 _FOLLOW = """
 select f.node_id, c.concept
 from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
+-- The bridge's own documents, looked up once rather than for each of its candidates.
 cross join lateral (
-    select b.node_id, b.score,
-           exists (select 1 from tortus.edge d
-                   join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
-                   where d.tenant_id = n.tenant_id and d.dst = c.concept and d.type = 'defines'
-                     and dn.source_id = n.source_id) as own_document
+    select array(select dn.source_id from tortus.edge d
+                 join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
+                 where d.tenant_id = tortus.current_tenant() and d.dst = c.concept and d.type = 'defines') as sources
+) own
+cross join lateral (
+    select b.node_id, b.score, n.source_id = any(own.sources) as own_document
     from tortus.bm25_search(%(q)s || ' ' || c.label, %(k)s, config => %(cfg)s::regconfig,
                             within => array(select m.src from tortus.edge m
                                             where m.tenant_id = tortus.current_tenant() and m.dst = c.concept
