@@ -42,6 +42,6 @@ end
 $$;
 
 comment on function tortus.ensure_vector_index(integer) is
-'Create (if missing) the HNSW cosine index (m 16, ef_construction 256) for nodes whose embeddings '
-'have this dimension; returns the index name. Queries must use embedding::vector(dim) (halfvec(dim) above 2000 '
-'dimensions, tortus.vector_index_type) and the same predicate.';
+'Create (if missing) the HNSW cosine index (m 16, ef_construction 256) for nodes whose '
+'embeddings have this dimension; returns the index name. Queries must use embedding::vector(dim) '
+'(halfvec(dim) above 2000 dimensions, tortus.vector_index_type) and the same predicate.';
