@@ -1,4 +1,5 @@
-"""Following a bridge: which claim's bridges lead, on a corpus written for it."""
+"""Following a bridge: which claim's bridges lead and which of a bridge's chunks it leads to, on
+corpora written for it."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tortus_pg import migrate, tenants
+from tortus_pg import bridges, migrate, tenants
 from tortus_pg.bridges import _Bridge, _followed
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import HashEmbedder
@@ -15,19 +16,28 @@ from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.pipeline import IngestOptions
 from tortus_pg.policy import TraversalPolicy
 
-DOCS = {
+CLAIMS = {
     "vault.md": "# Key Vault\n\nKey Vault stores certificates and signing keys for every service.\n",
     "ledger.md": "# Ledger Service\n\nThe Ledger Service depends on Key Vault for certificates. "
                  "The Ledger Service is owned by the Core Ledger Team.\n",
     "team.md": "# Core Ledger Team\n\nThe Core Ledger Team runs the nightly replay of payments.\n",
 }
 
+# Key Vault is a hub: two other documents mention it and match what is still asked ("replay")
+# better than its own document does.
+HUB = {
+    "vault.md": "# Key Vault\n\nKey Vault stores certificates and signing keys for every service.\n",
+    "replay.md": "# Replay Runner\n\nThe Replay Runner reads replay keys from Key Vault before each replay.\n",
+    "audit.md": "# Audit Trail\n\nThe Audit Trail records each replay that reads Key Vault.\n",
+    "ledger.md": "# Ledger Service\n\nThe Ledger Service depends on Key Vault for certificates.\n",
+}
+
 
 @pytest.fixture
-def db(fresh_db, tmp_path: Path) -> Iterator[psycopg.Connection]:  # type: ignore[no-untyped-def]
+def db(request: pytest.FixtureRequest, fresh_db, tmp_path: Path) -> Iterator[psycopg.Connection]:  # type: ignore[no-untyped-def]
     url = fresh_db()
     migrate.upgrade(url)
-    for name, text in DOCS.items():
+    for name, text in request.param.items():
         (tmp_path / name).write_text(text)
     with connect(url) as conn:
         tenants.create_tenant(conn, "t")
@@ -47,6 +57,7 @@ def _evidence(node_id: int) -> Evidence:
     return Evidence(node_id, "", "", 0, 0, None, "", 0.0, "seed")
 
 
+@pytest.mark.parametrize("db", [CLAIMS], indirect=True)
 def test_the_earliest_claims_bridge_leads_and_a_later_one_only_when_it_leads_nowhere(
         db: psycopg.Connection) -> None:
     vault, team = _node(db, "entity", "Key Vault"), _node(db, "entity", "Core Ledger Team")
@@ -66,3 +77,22 @@ def test_the_earliest_claims_bridge_leads_and_a_later_one_only_when_it_leads_now
     taken = [source, _evidence(vault_doc)]
     assert _followed(db, bridges, ["replay"], taken, policy, "english", "t") == (team_doc, team)
     assert _followed(db, bridges, ["replay"], [*taken, _evidence(team_doc)], policy, "english", "t") is None
+
+
+@pytest.mark.parametrize("db", [HUB], indirect=True)
+def test_a_bridges_own_document_leads_however_many_others_mention_it(
+        db: psycopg.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fewer candidates than the chunks mentioning the hub: its own document is not among the
+    # best-matching two, and still leads.
+    monkeypatch.setattr(bridges, "FOLLOW_CANDIDATES", 2)
+    vault = _node(db, "entity", "Key Vault")
+    vault_doc = _node(db, "chunk", "vault.md > Key Vault")
+    replay_doc = _node(db, "chunk", "replay.md > Replay Runner")
+    source = _evidence(_node(db, "chunk", "ledger.md > Ledger Service"))
+    hub = [_Bridge(vault, "Key Vault", source, 0, None, True)]
+    policy = TraversalPolicy()
+
+    assert _followed(db, hub, ["replay"], [source], policy, "english", "t") == (vault_doc, vault)
+    # Its own document already in the evidence, the best-matching other mention leads.
+    taken = [source, _evidence(vault_doc)]
+    assert _followed(db, hub, ["replay"], taken, policy, "english", "t") == (replay_doc, vault)

@@ -28,35 +28,55 @@ limit %(limit)s
 """
 
 # For each bridge, the chunk mentioning (or defining) it that best matches the uncovered terms
-# and the bridge's name, chunks of the bridge's own document (the source whose lead chunk
-# defines it) first; then the best of those (one claim's bridges at a time, `_followed`).
-# Naming the bridge in its query weighs it by its IDF: a rare entity is a stronger lead than
-# one most documents mention.
+# and the bridge's name; then the best of those (one claim's bridges at a time, `_followed`).
+# The chunks of a bridge's own documents (the sources whose chunks define it) come first and are
+# searched first: a hub's other mentions, scored only when no bridge's own documents lead
+# anywhere, are many. Naming the bridge in its query weighs it by its IDF: a rare entity is a
+# stronger lead than one most documents mention.
 _FOLLOW = """
-select f.node_id, c.concept
-from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
--- The bridge's own documents, looked up once rather than for each of its candidates.
-cross join lateral (
-    select array(select dn.source_id from tortus.edge d
+with c as materialized (
+    select c.concept, c.label, c.in_claim,
+           array(select dn.source_id from tortus.edge d
                  join tortus.node dn on dn.tenant_id = d.tenant_id and dn.node_id = d.src
                  where d.tenant_id = tortus.current_tenant() and d.dst = c.concept and d.type = 'defines') as sources
-) own
-cross join lateral (
-    select b.node_id, b.score, n.source_id = any(own.sources) as own_document
-    from tortus.bm25_search(%(q)s || ' ' || c.label, %(k)s, config => %(cfg)s::regconfig,
-                            within => array(select m.src from tortus.edge m
-                                            where m.tenant_id = tortus.current_tenant() and m.dst = c.concept
-                                              and m.type in ('mentions', 'defines'))) b
-    join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = b.node_id
-    where b.node_id <> all(%(exclude)s::bigint[])
-      -- a semantic group keeps the hop inside that subgraph, as it keeps the walk
-      and (%(subgraph)s::text is null or exists (select 1 from tortus.membership g
-                                                 where g.tenant_id = n.tenant_id and g.node_id = n.node_id
-                                                   and g.subgraph = %(subgraph)s))
-    order by own_document desc, b.rank
-    limit 1
-) f
-order by f.own_document desc, c.in_claim desc, f.score desc, c.concept
+    from unnest(%(concepts)s::bigint[], %(labels)s::text[], %(in_claim)s::boolean[]) as c(concept, label, in_claim)
+), own as materialized (
+    select b.node_id, c.concept, c.in_claim, b.score
+    from c cross join lateral tortus.bm25_search(
+        %(q)s || ' ' || c.label, 1, config => %(cfg)s::regconfig,
+        within => array(select n.node_id from tortus.node n
+                        where n.tenant_id = tortus.current_tenant() and n.source_id = any(c.sources)
+                          and n.node_id <> all(%(exclude)s::bigint[])
+                          and exists (select 1 from tortus.edge m
+                                      where m.tenant_id = n.tenant_id and m.src = n.node_id and m.dst = c.concept
+                                        and m.type in ('mentions', 'defines'))
+                          and (%(subgraph)s::text is null or exists (
+                                   select 1 from tortus.membership g
+                                   where g.tenant_id = n.tenant_id and g.node_id = n.node_id
+                                     and g.subgraph = %(subgraph)s)))) b
+)
+select x.node_id, x.concept
+from (
+    select o.node_id, o.concept, o.in_claim, o.score from own o
+    union all
+    select f.node_id, c.concept, c.in_claim, f.score
+    from c cross join lateral (
+        select b.node_id, b.score
+        from tortus.bm25_search(%(q)s || ' ' || c.label, %(k)s, config => %(cfg)s::regconfig,
+                                within => array(select m.src from tortus.edge m
+                                                where m.tenant_id = tortus.current_tenant() and m.dst = c.concept
+                                                  and m.type in ('mentions', 'defines'))) b
+        where b.node_id <> all(%(exclude)s::bigint[])
+          -- a semantic group keeps the hop inside that subgraph, as it keeps the walk
+          and (%(subgraph)s::text is null or exists (select 1 from tortus.membership g
+                                                     where g.tenant_id = tortus.current_tenant()
+                                                       and g.node_id = b.node_id and g.subgraph = %(subgraph)s))
+        order by b.rank
+        limit 1
+    ) f
+    where not exists (select 1 from own)
+) x
+order by x.in_claim desc, x.score desc, x.concept
 limit 1
 """
 BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
