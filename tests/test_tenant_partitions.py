@@ -5,6 +5,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -12,7 +13,11 @@ from tenant_rows import NODE, SOURCE, seed_nodes
 
 from tortus_pg import logs, migrate, tenants
 from tortus_pg.db import connect, tenant_scope
+from tortus_pg.embed import HashEmbedder
 from tortus_pg.errors import DatabaseBusy
+from tortus_pg.indexing import build_index
+from tortus_pg.ingest import pipeline, sources
+from tortus_pg.ingest.pipeline import IngestOptions
 
 PARTITIONED = """
 select c.relname from pg_partitioned_table p join pg_class c on c.oid = p.partrelid
@@ -168,3 +173,39 @@ def test_a_tenant_being_deleted_gives_way_to_a_query_holding_the_tenant_tables(d
     with connect(db_url) as cleanup:
         tenants.delete_tenant(cleanup, "part-q")
         cleanup.commit()
+
+
+VACUUMED = """
+select c.relname, s.last_vacuum is not null, c.relpages > 0 and c.relallvisible = c.relpages
+from pg_class c join pg_stat_user_tables s on s.relid = c.oid
+where c.relnamespace = 'tortus_tenant'::regnamespace
+  and pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%%L)', %s::text)
+"""
+
+
+def _vacuumed(url: str, tenant: str) -> dict[str, tuple[bool, bool]]:
+    """Each of the tenant's partitions: whether VACUUM ran on it, and whether every page is all-visible."""
+    with connect(url) as conn:
+        return {name: (ran, visible) for name, ran, visible in conn.execute(VACUUMED, [tenant])}
+
+
+def test_indexing_vacuums_the_tenants_own_partitions_and_no_others(
+        fresh_db: Callable[..., str], tmp_path: Path) -> None:
+    url = fresh_db()
+    migrate.upgrade(url)
+    (tmp_path / "vault.md").write_text("# Key Vault\n\nKey Vault stores certificates for every service.\n")
+    with connect(url) as conn:
+        for tenant in ("vac-a", "vac-b"):
+            tenants.create_tenant(conn, tenant)
+            conn.commit()
+            pipeline.ingest(conn, tenant, sources.resolve([str(tmp_path)], None), HashEmbedder(64), IngestOptions())
+        # Inside a transaction of the caller's the rows are not committed: nothing is vacuumed.
+        with conn.transaction():
+            build_index(conn, "vac-b")
+        build_index(conn, "vac-a")
+    vacuumed, other = _vacuumed(url, "vac-a"), _vacuumed(url, "vac-b")
+    assert vacuumed and all(ran for ran, _ in vacuumed.values())
+    # The postings the BM25 search reads through an index alone are all-visible again.
+    posting = next(name for name in vacuumed if name.startswith("bm25_posting_"))
+    assert vacuumed[posting] == (True, True)
+    assert other and not any(ran for ran, _ in other.values())

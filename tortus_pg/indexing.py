@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from tortus_pg import age, progress
-from tortus_pg.db import tenant_scope
+from tortus_pg.db import require_idle, tenant_scope
 from tortus_pg.errors import InvalidInput
 from tortus_pg.layout import coordinates
 
@@ -22,11 +23,21 @@ class IndexReport:
     vector_index: str | None
 
 
-INDEX_STAGES = 5  # statistics, layout, concepts, portals, the HNSW index
+INDEX_STAGES = 6  # statistics, layout, concepts, portals, the HNSW index, vacuum
+
+# The tenant's own partitions of the tenant tables (revision 0004: one per table and tenant).
+_PARTITIONS = """
+select n.nspname, c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+where c.relispartition and c.relkind = 'r'
+  and pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%%L)', %s::text)
+order by c.relname
+"""
 
 
 def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus", seed: int = 0) -> IndexReport:
-    """Lay out the tenant's graph, rebuild its portals and ensure the HNSW index (owner connection)."""
+    """Lay out the tenant's graph, rebuild its portals and ensure the HNSW index (owner
+    connection); then vacuum the tenant's partitions, unless a transaction of the caller's is
+    still open (its rows are not committed yet: autovacuum sees to them after the commit)."""
     # Fresh statistics first: after a bulk ingest the planner would otherwise plan the
     # placement's per-node aggregates for the tables as they were (nested loops over thousands).
     progress.report("index: statistics", 0, INDEX_STAGES)
@@ -63,8 +74,26 @@ def build_index(conn: psycopg.Connection, tenant: str, *, layout: str = "torus",
         index = row[0] if row else None
     assert concepts is not None and portals is not None
     age.follow(conn, tenant)  # the portals are new
+    progress.report("index: vacuum", 5, INDEX_STAGES)
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        vacuum_tenant(conn, tenant)
     progress.report("index: done", INDEX_STAGES, INDEX_STAGES)
     return IndexReport(layout, len(rows), int(concepts[0]), int(portals[0]), index)
+
+
+def vacuum_tenant(conn: psycopg.Connection, tenant: str) -> None:
+    """VACUUM (ANALYZE) the tenant's partitions, as autovacuum would a minute or two after a bulk
+    load (owner connection, no open transaction). Until the visibility map is set again, the
+    index-only scans that score BM25 postings and read edges by strength visit the table as
+    well: at 100k nodes `bm25_search` took 3.6 to 4.2 ms at p50 straight after an ingest and 1.5
+    once vacuumed. Other tenants' partitions are left alone."""
+    require_idle(conn, "vacuuming a tenant")
+    autocommit, conn.autocommit = conn.autocommit, True  # VACUUM cannot run inside a transaction
+    try:
+        for schema, table in conn.execute(_PARTITIONS, [tenant]).fetchall():
+            conn.execute(sql.SQL("vacuum (analyze) {}").format(sql.Identifier(schema, table)))
+    finally:
+        conn.autocommit = autocommit
 
 
 def index_stale(conn: psycopg.Connection, tenant: str) -> bool:

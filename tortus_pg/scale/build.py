@@ -14,7 +14,7 @@ from tortus_pg import tenants
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
-from tortus_pg.indexing import build_index
+from tortus_pg.indexing import build_index, vacuum_tenant
 from tortus_pg.ingest.corpus import ingest_passages
 from tortus_pg.scale.corpus import SyntheticCorpus
 
@@ -31,11 +31,6 @@ select (select count(*) from tortus.node), (select count(*) from tortus.source),
 _SIZE = """
 select coalesce(sum(pg_total_relation_size(c.oid)), 0) from pg_class c
 where c.relispartition and pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%%L)', %s::text)
-"""
-_PARTITIONS = """
-select c.oid::regclass::text from pg_class c
-where c.relispartition and c.relkind = 'r'
-  and pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%%L)', %s::text)
 """
 _HNSW = """
 select i.indexrelid::regclass::text from pg_index i join pg_class c on c.oid = i.indrelid join pg_am a
@@ -84,18 +79,9 @@ def build(url: str, tenant: str, corpus: SyntheticCorpus, nodes: int, embedder: 
         layout_s = time.perf_counter() - began
         built = Built(tenant, documents, made, rows, ingest_s, rows / ingest_s, *_rebuild_times(conn, tenant),
                       layout_s, _size_mb(conn, tenant))
-    _settle(url, tenant)
+        # The rebuilds rewrote every posting and vector since the index step vacuumed.
+        vacuum_tenant(conn, tenant)
     return built
-
-
-def _settle(url: str, tenant: str) -> None:
-    """Vacuum and analyze the tenant's tables, as autovacuum does within minutes of a bulk load:
-    the BM25 rebuild rewrites every posting, and until the visibility map is set again the
-    index-only scans that score them read the table too, so timings taken at once would measure
-    that minute, not the tenant."""
-    with connect(url, autocommit=True) as conn:
-        for (table,) in conn.execute(_PARTITIONS, [tenant]).fetchall():
-            conn.execute(f"vacuum (analyze) {table}")
 
 
 def _ingest(conn: psycopg.Connection, tenant: str, corpus: SyntheticCorpus, nodes: int, embedder: Embedder,
