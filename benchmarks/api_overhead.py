@@ -8,7 +8,9 @@ holds the questions' corpus (`tortus-pg key create default`):
     python benchmarks/api_overhead.py --url http://127.0.0.1:8000 --key tpg_… \
         --questions tortus_pg/demo/golden.jsonl --clients 1 4 --rounds 3
 
-Prints p50/p95 of the overhead and of the whole request per number of concurrent clients.
+Prints p50/p95 of the overhead and of the whole request, and the requests answered per second,
+per number of concurrent clients. Comparing pool sizes (`TORTUS_API_POOL_SIZE`) is a matter of
+restarting the server with each and running this again.
 """
 
 from __future__ import annotations
@@ -54,14 +56,17 @@ def ask(http: httpx.Client, question: str) -> Sample:
     return Sample(total, float(match.group(1)))
 
 
-def run(url: str, key: str, questions: list[str], clients: int) -> list[Sample]:
-    """Every question asked once per client, `clients` at a time, each on its own connection."""
+def run(url: str, key: str, questions: list[str], clients: int) -> tuple[list[Sample], float]:
+    """Every question asked once per client, `clients` at a time, each on its own connection;
+    with the seconds from the first timed request to the last answer."""
     samples: list[Sample] = []
+    ready = threading.Barrier(clients + 1)
     lock = threading.Lock()
 
     def worker(offset: int) -> None:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
             ask(http, questions[0])  # open the connection before timing
+            ready.wait()
             for i in range(len(questions)):
                 sample = ask(http, questions[(i + offset) % len(questions)])
                 with lock:
@@ -70,9 +75,11 @@ def run(url: str, key: str, questions: list[str], clients: int) -> list[Sample]:
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
     for thread in threads:
         thread.start()
+    ready.wait()
+    began = perf_counter()
     for thread in threads:
         thread.join()
-    return samples
+    return samples, perf_counter() - began
 
 
 def main() -> None:
@@ -84,14 +91,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="times each client asks every question")
     args = parser.parse_args()
     questions = questions_of(args.questions) * args.rounds
-    print("| clients | requests | overhead p50 ms | overhead p95 ms | request p50 ms | request p95 ms |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| clients | requests | overhead p50 ms | overhead p95 ms | request p50 ms | request p95 ms | requests/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for clients in args.clients:
-        samples = run(args.url, args.key, questions, clients)
+        samples, seconds = run(args.url, args.key, questions, clients)
         overhead = np.array([s.overhead_ms for s in samples])
         total = np.array([s.total_ms for s in samples])
         print(f"| {clients} | {len(samples)} | {np.percentile(overhead, 50):.2f} | {np.percentile(overhead, 95):.2f} "
-              f"| {np.percentile(total, 50):.1f} | {np.percentile(total, 95):.1f} |")
+              f"| {np.percentile(total, 50):.1f} | {np.percentile(total, 95):.1f} | {len(samples) / seconds:.1f} |")
 
 
 if __name__ == "__main__":
