@@ -11,6 +11,7 @@ from tortus_pg.eval.metrics import (
     abstention_correct,
     all_gold_at_k,
     bootstrap_ci,
+    contains_answer,
     exact_match,
     holm,
     hop_precision,
@@ -256,8 +257,24 @@ def test_short_answer_exact_match_and_token_f1(
     assert token_f1(prediction, expected) == pytest.approx(f1)
 
 
+@pytest.mark.parametrize(("text", "expected", "found"), [
+    ("It is owned by the Platform Team. [1]", ["platform team"], True),  # case does not count
+    ("Released in 1993–94 [1]", ["1993"], True),  # punctuation bounds a word
+    ("kestrel-3, one of the clusters", ["kestrel-3"], True),
+    ("He is best known for it.", ["no"], False),  # a short answer inside a longer word is not said
+    ("The code 19930 was filed.", ["1993"], False),
+    ("No, they are not. [1]", ["yes", "no"], True),  # any alias
+    (None, ["no"], False),
+])
+def test_an_answer_contains_the_expected_text_as_whole_words(
+    text: str | None, expected: list[str], found: bool
+) -> None:
+    assert contains_answer(text, expected) is found
+
+
 def test_answer_metrics_are_none_without_an_expected_answer() -> None:
     assert exact_match("anything", [None]) is None and token_f1("anything", []) is None
+    assert contains_answer("anything", [None, ""]) is None
     assert normalize_answer("  An  Answer, (it is!) ") == "answer it is"
 
 

@@ -10,6 +10,7 @@ a question has none (a negative), so that averages leave it out rather than coun
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -129,13 +130,14 @@ def abstention_correct(is_negative: bool, withheld: bool) -> bool:
 
 
 def contains_answer(text: str | None, expected: Sequence[str | None]) -> bool | None:
-    """Whether `text` contains the expected answer or one of its aliases, ignoring case; None
-    when nothing is expected (a negative question)."""
+    """Whether `text` contains the expected answer or one of its aliases as whole words,
+    ignoring case ("no" is not in "known", "1993" not in "19930"); None when nothing is
+    expected (a negative question)."""
     wanted = [e.casefold() for e in expected if e]
     if not wanted:
         return None
     found = (text or "").casefold()
-    return any(w in found for w in wanted)
+    return any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", found) is not None for w in wanted)
 
 
 def normalize_answer(text: str) -> str:
