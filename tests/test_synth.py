@@ -221,3 +221,22 @@ def test_a_table_row_reads_under_its_column_headers(db: psycopg.Connection) -> N
                              ["Billing Ledger"]), evidence)
     assert quoted(out)[0]["text"] == "| heron-1 | Billing Ledger | 35 days |"
     assert {"recoveri", "window"} <= set(quoted(out)[0]["matched_terms"])  # from the headers
+
+
+ORIGINS = [("Ledger Service", "The Ledger Service is a Brevanian payments system run by the Platform Team."),
+           ("Payout Scheduler", "The Payout Scheduler is a Brevanian batch system run by the Payments Team."),
+           ("Fraud Scoring Service", "The Fraud Scoring Service is an Ostrian scoring system.")]
+
+
+@pytest.mark.parametrize(("other", "verdict"), [(1, "Yes."), (2, "No.")])
+def test_a_sameness_question_is_answered_yes_or_no_before_the_origins_quoted(
+    db: psycopg.Connection, other: int, verdict: str
+) -> None:
+    items = [ORIGINS[0], ORIGINS[other]]
+    evidence = [Evidence(20 + i, label, f"systems/{i}.md", 0, len(text), None, text, 0.0, "seed")
+                for i, (label, text) in enumerate(items)]
+    question = f"Are the {items[0][0]} and the {items[1][0]} from the same country?"
+    out = synthesize(db, ask(db, question, names=[label for label, _ in items]), evidence)
+    assert not out.withheld and out.answer is not None
+    assert out.answer.startswith(f"{verdict} {items[0][1]} [1] {items[1][1]} [2]")
+    assert out.claims[0]["short_answer"] == verdict.rstrip(".").casefold()

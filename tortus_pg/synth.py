@@ -25,6 +25,7 @@ from tortus_pg.llm import Answer
 from tortus_pg.query.compare import lead_with_pick
 from tortus_pg.query.read import Page, Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
+from tortus_pg.query.same import lead_with_verdict
 from tortus_pg.query.support import THRESHOLD, model_for
 from tortus_pg.query.terms import Terms, lexemes
 
@@ -232,20 +233,38 @@ def page_of(
                 [group.get(i, -1 - i) for i in range(len(evidence))], keyed)
 
 
+@dataclass(frozen=True)
+class Read:
+    """The claims the evidence chain gives (`query.read`), the lexemes they cover, the best dense
+    similarity of a claim to the question, and a yes/no question's answer."""
+
+    claims: list[dict[str, Any]]
+    covered: set[str]
+    dense: float
+    yes: bool | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer's text: the claims with their citations, after "Yes." or "No." when asked."""
+        cited = cited_text(self.claims)
+        return cited if self.yes is None else f"{'Yes' if self.yes else 'No'}. {cited}"
+
+
 def _read(
     conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str, kind: AnswerType | None, similarity: Similarity | None, bridges: bool,
-) -> tuple[list[dict[str, Any]], set[str], float]:
-    """The claims the evidence chain gives (`query.read`), the lexemes they cover, and the best
-    dense similarity of a claim to the question."""
+) -> Read:
+    """What the evidence chain says for `question` (`Read`)."""
     page = page_of(conn, evidence, chains, terms, ts_config, similarity, bridges)
     if not page.sentences:
-        return [], set(), 0.0
+        return Read([], set(), 0.0)
     sentences, own, context, dense = page.sentences, page.own, page.context, page.dense
     reading = read_chain(page, terms.weights, kind, question.asked, bridges)
-    comparison = question.comparison
+    comparison, labels = question.comparison, [e.label for e in evidence]
     if comparison is not None:  # "…, A or B?": the values compared lead, the option they favour answers
-        reading = lead_with_pick(reading, comparison, sentences, [e.label for e in evidence], terms.weights, own)
+        reading = lead_with_pick(reading, comparison, sentences, labels, terms.weights, own)
+    if question.sameness is not None:  # "Are A and B from the same country?": the origins lead, yes or no
+        reading = lead_with_verdict(reading, question.sameness, sentences, labels)
     claims = []
     for n, j in enumerate(reading.chosen, 1):
         s = sentences[j]
@@ -257,7 +276,7 @@ def _read(
             **({"short_answer": reading.short} if j == reading.answer and reading.short else {}),
         })
     best = max((dense[j] for j in reading.chosen), default=0.0) if dense else 0.0
-    return claims, set(reading.covered), best
+    return Read(claims, set(reading.covered), best, reading.yes)
 
 
 # Sentences embedded per reading, the best lexical matches first: twelve cost 120 ms more at
@@ -293,7 +312,8 @@ def extractive(
     _, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
     missing = sorted(t for t in terms.weights if t not in found)
     kind = question.answer_type
-    claims, covered, dense = _read(conn, question, evidence, chains, terms, ts_config, kind, similarity, bridges)
+    read = _read(conn, question, evidence, chains, terms, ts_config, kind, similarity, bridges)
+    claims, covered, dense = read.claims, read.covered, read.dense
     uncovered = sorted((t for t in terms.weights if t not in covered), key=lambda t: -terms.weights[t])
     signals = {"coverage": coverage, "named": float(bool(terms.names)), **({"dense": dense} if similarity else {})}
     supported = model_for(similarity.name if similarity else None).probability(signals)
@@ -306,7 +326,7 @@ def extractive(
         confidence = 0.0 if refusal in CHECKS_OF_FORM else supported
         return Synthesis(None, True, confidence, [], coverage, missing, [refusal.message(detail)],
                          missing_from_claims=uncovered, draft=claims, signals=signals, refusal=refusal)
-    return Synthesis(cited_text(claims), False, supported, claims, coverage, missing, missing_from_claims=uncovered,
+    return Synthesis(read.text, False, supported, claims, coverage, missing, missing_from_claims=uncovered,
                      signals=signals)
 
 

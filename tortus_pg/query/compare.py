@@ -49,9 +49,9 @@ _OPTIONS = (
 )
 # Roles a compared value may belong to instead of the option itself ("the director", "whose
 # director"): not the thing asked about ("What author …").
-_ROLES = re.compile(r"\b(?:the|whose|its|their)\s+(director|composer|author|writer|producer|performer|creator|"
-                    r"founder|father|mother|spouse|husband|wife|singer|lyricist|editor|screenwriter|architect|"
-                    r"designer)\b", re.I)
+ROLE_WORDS = ("director|composer|author|writer|producer|performer|creator|founder|father|mother|spouse|husband|wife"
+              "|singer|lyricist|editor|screenwriter|architect|designer")
+_ROLES = re.compile(rf"\b(?:the|whose|its|their)\s+({ROLE_WORDS})\b", re.I)
 _DEATH = re.compile(r"\b(?:died|die|death|dead)\b", re.I)
 _YEAR = re.compile(r"(?<!\d)(?<!\d[,.])(1[0-9]{3}|20[0-9]{2})(?!\d|[,.]\d)")
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?![\w,])")
@@ -109,21 +109,33 @@ def _value(comparison: Comparison, option: str, sentences: Sequence[Sentence], l
            weights: Mapping[str, float], own: Sequence[set[str]]) -> tuple[int, float] | None:
     """The sentence giving `option`'s compared value (through its person in the asked role when
     there is one), and the value."""
-    about = _about(option, sentences, labels)
-    if comparison.role is not None:
-        # The person the option's own sentence names in the role ("directed by …"), read from
-        # the evidence about that person, not from the option's.
-        stem, own_items = comparison.role[:5], {sentences[j].evidence for j in about}
-        people = (n for j in about if stem in sentences[j].text.casefold() for n in names_in(sentences[j].text)
-                  if n.casefold() != option.casefold())
-        elsewhere = ([j for j in _about(n, sentences, labels) if sentences[j].evidence not in own_items]
-                     for n in people)
-        about = next((found for found in elsewhere if found), [])
-    for j in about:
+    for j in holders(option, comparison.role, sentences, labels):
         value = _read(comparison, sentences[j].text, weights, own[j])
         if value is not None:
             return j, value
     return None
+
+
+def holders(option: str, role: str | None, sentences: Sequence[Sentence], labels: Sequence[str]) -> list[int]:
+    """The sentences about `option` (`_about`); with a `role`, about the person the option's own
+    sentences name in that role ("directed by …"), read from the evidence about that person, not
+    from the option's: a person an evidence item is titled by first ("American" in "an American
+    film directed by …" is mentioned elsewhere, but titles nothing)."""
+    about = _about(option, sentences, labels)
+    if role is None:
+        return about
+    stem, own_items = role[:5], {sentences[j].evidence for j in about}
+    people = [n for j in about if stem in sentences[j].text.casefold() for n in names_in(sentences[j].text)
+              if n.casefold() != option.casefold()]
+    elsewhere = [[j for j in _about(n, sentences, labels) if sentences[j].evidence not in own_items] for n in people]
+    titled = [found for n, found in zip(people, elsewhere, strict=True)
+              if found and _titles(n, labels, found, sentences)]
+    return next((found for found in [*titled, *elsewhere] if found), [])
+
+
+def _titles(name: str, labels: Sequence[str], found: Sequence[int], sentences: Sequence[Sentence]) -> bool:
+    """Whether `name` is in the heading path of the evidence item of the first sentence `found` about it."""
+    return name.casefold().removeprefix("the ") in labels[sentences[found[0]].evidence].casefold()
 
 
 def _about(name: str, sentences: Sequence[Sentence], labels: Sequence[str]) -> list[int]:

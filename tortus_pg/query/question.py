@@ -16,6 +16,7 @@ from tortus_pg.ingest.types import Document
 from tortus_pg.policy import TraversalPolicy
 from tortus_pg.query.clock import Clock
 from tortus_pg.query.compare import Comparison, comparison_of
+from tortus_pg.query.same import Sameness, sameness_of
 from tortus_pg.query.terms import Terms, question_terms
 from tortus_pg.relations import Target, target_of
 
@@ -25,7 +26,8 @@ class Question:
     """A question as the stages read it: its text and embedding, the graph's concepts it names,
     its weighted terms (with its identifiers and the names it must be answered about), and what
     its text says once read: the answer type its opening asks for, its words, the kind of node a
-    "Which …" question asks for, and the two things a comparison question compares."""
+    "Which …" question asks for, the two things a comparison question compares, and the two a
+    yes/no question asks whether they share an origin."""
 
     text: str
     vector: np.ndarray
@@ -38,6 +40,7 @@ class Question:
     asked: frozenset[str] = field(init=False)  # its words, casefolded
     target: Target | None = field(init=False)
     comparison: Comparison | None = field(init=False)  # "…, A or B?" with a comparative
+    sameness: Sameness | None = field(init=False)  # "Are A and B from the same country?"
 
     def __post_init__(self) -> None:
         # Read from the text here, once, whoever builds the question.
@@ -45,6 +48,7 @@ class Question:
         object.__setattr__(self, "asked", frozenset(w.casefold() for w in re.findall(r"\w+", self.text)))
         object.__setattr__(self, "target", target_of(self.text))
         object.__setattr__(self, "comparison", comparison_of(self.text))
+        object.__setattr__(self, "sameness", sameness_of(self.text))
 
 
 def analyse(

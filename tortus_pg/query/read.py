@@ -71,12 +71,14 @@ class Sentence:
 class Reading:
     """The sentences quoted, in chain order (indices into the sentences read), the one that
     states what is asked, its short answer (a value of the asked type) and the question lexemes
-    the chain's own statements among them cover (with their headings)."""
+    the chain's own statements among them cover (with their headings); for a yes/no question
+    (`query.same`), its answer."""
 
     chosen: list[int]
     answer: int | None
     short: str | None
     covered: frozenset[str]
+    yes: bool | None = None
 
 
 @dataclass(frozen=True)
