@@ -77,6 +77,17 @@ def test_a_role_compares_the_people_the_options_name_in_it() -> None:
     assert quoted == ["Ona Vale (born 1931) is a director.", "Ida Marsh (born 1944) is a director."]
 
 
+def test_the_person_named_after_the_roles_word_holds_it() -> None:
+    items = [("Red Dust", ["Red Dust is a 1990 film produced by Ida Marsh, directed by Ona Vale."]),
+             ("Blue Hour", ["Blue Hour is a 1950 film directed by Ada Quill."]),
+             ("Ida Marsh", ["Ida Marsh (born 1920) is a producer."]),
+             ("Ona Vale", ["Ona Vale (born 1960) is a director."]),
+             ("Ada Quill", ["Ada Quill (born 1944) is a director."])]
+    # Red Dust's producer was born before Blue Hour's director; its director was not.
+    option, quoted = choose("Which film has the director born earlier, Red Dust or Blue Hour?", items)
+    assert option == "Blue Hour" and quoted[0] == "Ona Vale (born 1960) is a director."
+
+
 def test_no_pick_without_both_values_or_on_a_tie() -> None:
     items = [("Red Dust", ["Red Dust is a 1990 film directed by Ona Vale."]),
              ("Blue Hour", ["Blue Hour is a film directed by Ida Marsh."])]
@@ -104,5 +115,5 @@ def test_the_values_compared_lead_the_reading_and_the_favoured_option_answers() 
     reading = Reading([2], 2, None, frozenset())
     led = lead_with_pick(reading, comparison, sentences, ["Red Dust", "Blue Hour", "Red Dust"], weights,
                          [words(t) for t in texts])
-    assert led.chosen == [0, 1, 2] and led.answer == 1 and led.short == "Blue Hour"
+    assert led.chosen == [0, 1, 2] and led.answer == 1 and led.short == led.verdict == "Blue Hour"
     assert {"red", "dust", "blue", "hour"} <= led.covered

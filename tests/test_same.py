@@ -93,6 +93,6 @@ def test_the_origins_lead_the_reading_and_answer_yes_or_no() -> None:
                                     ("Bram Stoke", "Bram Stoke (1920–1960) was an Ostrian poet.")])
     reading = Reading([0], 0, None, frozenset())
     led = lead_with_verdict(reading, question, sentences, labels)
-    assert led.chosen == [1, 2, 0] and led.answer == 1 and led.short == "yes" and led.yes is True
+    assert led.chosen == [1, 2, 0] and led.answer == 1 and led.short == "yes" and led.verdict == "Yes"
     unread = lead_with_verdict(reading, question, sentences[:2], labels[:2])
-    assert unread == reading and unread.yes is None
+    assert unread == reading and unread.verdict is None

@@ -240,3 +240,13 @@ def test_a_sameness_question_is_answered_yes_or_no_before_the_origins_quoted(
     assert not out.withheld and out.answer is not None
     assert out.answer.startswith(f"{verdict} {items[0][1]} [1] {items[1][1]} [2]")
     assert out.claims[0]["short_answer"] == verdict.rstrip(".").casefold()
+
+
+def test_a_comparison_is_answered_by_the_option_picked_before_the_values_quoted(db: psycopg.Connection) -> None:
+    items = [("Ledger Service", "The Ledger Service was first deployed in 2016."),
+             ("Payout Scheduler", "The Payout Scheduler was first deployed in 2021.")]
+    evidence = [Evidence(30 + i, label, f"systems/{i}.md", 0, len(text), None, text, 0.0, "seed")
+                for i, (label, text) in enumerate(items)]
+    question = "Which was deployed first, the Ledger Service or the Payout Scheduler?"
+    out = synthesize(db, ask(db, question, names=[label for label, _ in items]), evidence)
+    assert not out.withheld and out.answer == f"Ledger Service. {items[0][1]} [1] {items[1][1]} [2]"

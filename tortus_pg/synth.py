@@ -236,18 +236,19 @@ def page_of(
 @dataclass(frozen=True)
 class Read:
     """The claims the evidence chain gives (`query.read`), the lexemes they cover, the best dense
-    similarity of a claim to the question, and a yes/no question's answer."""
+    similarity of a claim to the question, and the verdict of a question asking for a judgment
+    (the option a comparison picks, yes or no)."""
 
     claims: list[dict[str, Any]]
     covered: set[str]
     dense: float
-    yes: bool | None = None
+    verdict: str | None = None
 
     @property
     def text(self) -> str:
-        """The answer's text: the claims with their citations, after "Yes." or "No." when asked."""
+        """The answer's text: the claims with their citations, after the verdict when there is one."""
         cited = cited_text(self.claims)
-        return cited if self.yes is None else f"{'Yes' if self.yes else 'No'}. {cited}"
+        return cited if self.verdict is None else f"{self.verdict}. {cited}"
 
 
 def _read(
@@ -276,7 +277,7 @@ def _read(
             **({"short_answer": reading.short} if j == reading.answer and reading.short else {}),
         })
     best = max((dense[j] for j in reading.chosen), default=0.0) if dense else 0.0
-    return Read(claims, set(reading.covered), best, reading.yes)
+    return Read(claims, set(reading.covered), best, reading.verdict)
 
 
 # Sentences embedded per reading, the best lexical matches first: twelve cost 120 ms more at

@@ -118,19 +118,26 @@ def _value(comparison: Comparison, option: str, sentences: Sequence[Sentence], l
 
 def holders(option: str, role: str | None, sentences: Sequence[Sentence], labels: Sequence[str]) -> list[int]:
     """The sentences about `option` (`_about`); with a `role`, about the person the option's own
-    sentences name in that role ("directed by …"), read from the evidence about that person, not
-    from the option's: a person an evidence item is titled by first ("American" in "an American
-    film directed by …" is mentioned elsewhere, but titles nothing)."""
+    sentences name in that role ("directed by …", the names after the role's word first), read
+    from the evidence about that person, not from the option's: a person an evidence item is
+    titled by first ("American" in "an American film directed by …" is mentioned elsewhere, but
+    titles nothing)."""
     about = _about(option, sentences, labels)
     if role is None:
         return about
     stem, own_items = role[:5], {sentences[j].evidence for j in about}
-    people = [n for j in about if stem in sentences[j].text.casefold() for n in names_in(sentences[j].text)
-              if n.casefold() != option.casefold()]
+    people = [n for j in about for n in _in_role(sentences[j].text, stem) if n.casefold() != option.casefold()]
     elsewhere = [[j for j in _about(n, sentences, labels) if sentences[j].evidence not in own_items] for n in people]
     titled = [found for n, found in zip(people, elsewhere, strict=True)
               if found and _titles(n, labels, found, sentences)]
     return next((found for found in [*titled, *elsewhere] if found), [])
+
+
+def _in_role(text: str, stem: str) -> list[str]:
+    """The names a sentence saying the role (its word's `stem`) gives, those after the role's word
+    first ("produced by Ray Stark, directed by Herbert Ross" names Herbert Ross as director)."""
+    at = text.casefold().find(stem)
+    return [] if at < 0 else [*names_in(text[at:]), *names_in(text[:at])]
 
 
 def _titles(name: str, labels: Sequence[str], found: Sequence[int], sentences: Sequence[Sentence]) -> bool:
@@ -166,8 +173,9 @@ def _read(comparison: Comparison, text: str, weights: Mapping[str, float], own: 
 def lead_with_pick(reading: Reading, comparison: Comparison, sentences: Sequence[Sentence], labels: Sequence[str],
                    weights: Mapping[str, float], own: Sequence[set[str]]) -> Reading:
     """The reading of a comparison question: the two sentences giving the compared values lead
-    the quotes (then the reader's own), and the option they favour is the short answer; the
-    reading unchanged when the evidence does not give both values."""
+    the quotes (then the reader's own), and the option they favour is the short answer and the
+    verdict the answer states first; the reading unchanged when the evidence does not give both
+    values."""
     chosen = pick(comparison, sentences, labels, weights, own)
     if chosen is None:
         return reading
@@ -175,4 +183,4 @@ def lead_with_pick(reading: Reading, comparison: Comparison, sentences: Sequence
     quoted = list(dict.fromkeys([first, second, *reading.chosen]))[:MAX_CLAIMS]
     answer = first if chosen.option == comparison.options[0] else second
     covered = reading.covered | {t for j in (first, second) for t in own[j] if t in weights}
-    return Reading(quoted, answer, chosen.option, frozenset(covered))
+    return Reading(quoted, answer, chosen.option, frozenset(covered), chosen.option)

@@ -71,14 +71,15 @@ class Sentence:
 class Reading:
     """The sentences quoted, in chain order (indices into the sentences read), the one that
     states what is asked, its short answer (a value of the asked type) and the question lexemes
-    the chain's own statements among them cover (with their headings); for a yes/no question
-    (`query.same`), its answer."""
+    the chain's own statements among them cover (with their headings); for a question asking for
+    a judgment, the verdict the answer states before its quotes: the option a comparison picks
+    (`query.compare`), "Yes" or "No" (`query.same`)."""
 
     chosen: list[int]
     answer: int | None
     short: str | None
     covered: frozenset[str]
-    yes: bool | None = None
+    verdict: str | None = None
 
 
 @dataclass(frozen=True)

@@ -113,4 +113,4 @@ def lead_with_verdict(reading: Reading, sameness: Sameness, sentences: Sequence[
         return reading
     first, second = verdict.sentences
     quoted = list(dict.fromkeys([first, second, *reading.chosen]))[:MAX_CLAIMS]
-    return Reading(quoted, first, "yes" if verdict.same else "no", reading.covered, verdict.same)
+    return Reading(quoted, first, "yes" if verdict.same else "no", reading.covered, "Yes" if verdict.same else "No")
