@@ -105,6 +105,11 @@ def test_amounts_are_read_next_to_a_question_word_and_years_are_not_amounts() ->
     assert choose("Which lake covers fewer hectares, the Olm or the Tarn?", items)[0] == "Tarn"
 
 
+def test_an_amount_followed_by_a_comma_is_read_whole() -> None:
+    items = [("Atlas", ["Engineers: 7, the lead included."]), ("Borealis", ["Engineers: 5, the lead included."])]
+    assert choose("Which team has more engineers, Atlas or Borealis?", items)[0] == "Atlas"
+
+
 def test_the_values_compared_lead_the_reading_and_the_favoured_option_answers() -> None:
     question = "Which film was released first, Red Dust or Blue Hour?"
     comparison = comparison_of(question)

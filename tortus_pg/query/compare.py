@@ -54,7 +54,8 @@ ROLE_WORDS = ("director|composer|author|writer|producer|performer|creator|founde
 _ROLES = re.compile(rf"\b(?:the|whose|its|their)\s+({ROLE_WORDS})\b", re.I)
 _DEATH = re.compile(r"\b(?:died|die|death|dead)\b", re.I)
 _YEAR = re.compile(r"(?<!\d)(?<!\d[,.])(1[0-9]{3}|20[0-9]{2})(?!\d|[,.]\d)")
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?![\w,])")
+# A number, with its thousands separated or not ("1,250", "5, the lead included").
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?!\w|,\d)")
 
 
 @dataclass(frozen=True)
