@@ -4,10 +4,11 @@ corpora written for it."""
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
-from tortus_pg import bridges, migrate, tenants
+from tortus_pg import bridges, engine, migrate, tenants
 from tortus_pg.bridges import _Bridge, _followed
 from tortus_pg.db import connect, tenant_scope
 from tortus_pg.embed import HashEmbedder
@@ -96,3 +97,56 @@ def test_a_bridges_own_document_leads_however_many_others_mention_it(
     # Its own document already in the evidence, the best-matching other mention leads.
     taken = [source, _evidence(vault_doc)]
     assert _followed(db, hub, ["replay"], taken, policy, "english", "t") == (replay_doc, vault)
+
+
+# Two films, each naming its director among other people; each director has a document of their own,
+# and a festival programme mentions one of them.
+FILMS = {
+    "dust.md": "# Red Dust\n\nRed Dust is a 1990 film produced by Ida Marsh and directed by Ona Vale.\n",
+    "hour.md": "# Blue Hour\n\nBlue Hour is a 1950 film directed by Ada Quill.\n",
+    "vale.md": "# Ona Vale\n\nOna Vale (born 1931) is a Brevanian film director.\n",
+    "quill.md": "# Ada Quill\n\nAda Quill (born 1944) is an Ostrian film director.\n",
+    "marsh.md": "# Ida Marsh\n\nIda Marsh (born 1920) is an Ostrian producer.\n",
+    "festival.md": "# Harbour Festival\n\nThe Harbour Festival showed the nationality of every film by Ona Vale.\n",
+}
+
+
+def _chunk(conn: psycopg.Connection, label: str) -> Evidence:
+    row = conn.execute("select n.node_id, n.text, sp.start_char, sp.end_char, s.uri from tortus.node n "
+                       "join tortus.source s on s.tenant_id = n.tenant_id and s.source_id = n.source_id "
+                       "join tortus.evidence_span sp on sp.tenant_id = n.tenant_id and sp.node_id = n.node_id "
+                       "where n.kind = 'chunk' and n.label = %s", [label]).fetchone()
+    assert row is not None, label
+    return Evidence(row[0], label, row[4], row[2], row[3], None, row[1], 0.0, "seed")
+
+
+@pytest.mark.parametrize("db", [FILMS], indirect=True)
+def test_a_named_entity_is_followed_to_its_own_document_only(db: psycopg.Connection) -> None:
+    film = _chunk(db, "dust.md > Red Dust")
+    said = film.text.index("Red Dust is")
+    span = (film.start + said, film.start + len(film.text))
+    vector = np.asarray(HashEmbedder(384).embed(["nationality"])[0], dtype=np.float32)
+
+    def followed(names: list[str], evidence: list[Evidence]) -> str | None:
+        hop = bridges.follow_named(db, names, film, span, ["nation"], evidence, {}, {}, vector, TraversalPolicy(),
+                                   "english", "t")
+        return hop[0].label if hop else None
+
+    assert followed(["Ona Vale", "Ida Marsh"], [film]) == "vale.md > Ona Vale"
+    assert followed(["Nobody Named", "Ida Marsh"], [film]) == "marsh.md > Ida Marsh"
+    # With Ona Vale's own document taken, the festival's mention of her is not where the hop goes.
+    assert followed(["Ona Vale"], [film, _chunk(db, "vale.md > Ona Vale")]) is None
+    # A hop is two edges: a one-hop budget takes none.
+    assert bridges.follow_named(db, ["Ona Vale"], film, span, ["nation"], [film], {}, {}, vector,
+                                TraversalPolicy(max_hops=1), "english", "t") is None
+
+
+@pytest.mark.parametrize("db", [FILMS], indirect=True)
+def test_a_comparison_through_a_role_follows_each_option_to_its_person(db: psycopg.Connection) -> None:
+    question = "Are the directors of films Red Dust and Blue Hour from the same country?"
+    out = engine.answer(db, question, embedder=HashEmbedder(384), k=3, store=False)
+    # Ada Quill's page is reached from Blue Hour's sentence naming her, not by the search.
+    followed = [hop["to"] for hop in out.path if hop["reason"].startswith("follows ")]
+    assert "quill.md > Ada Quill" in followed
+    assert (out.answer or "").startswith("No. Ona Vale (born 1931) is a Brevanian film director. [1] "
+                                         "Ada Quill (born 1944) is an Ostrian film director. [2]")

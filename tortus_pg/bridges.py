@@ -74,12 +74,13 @@ from (
         order by b.rank
         limit 1
     ) f
-    where not exists (select 1 from own)
+    where not exists (select 1 from own) and not %(own_only)s
 ) x
 order by x.in_claim desc, x.score desc, x.concept
 limit 1
 """
 BRIDGES_PER_CLAIM = 3  # entities tried per claim, nearest to it first
+NAMED_PER_SENTENCE = 20  # entities of one sentence looked up by name
 FOLLOW_CANDIDATES = 100  # best-matching chunks about a bridge weighed for the hop
 
 
@@ -118,12 +119,44 @@ def follow(
     found = _followed(conn, list(bridges.values()), uncovered, evidence, policy, ts_config, tenant)
     if found is None:
         return None
-    node_id, bridge = found[0], bridges[found[1]]
+    bridge = bridges[found[1]]
+    reason = f"follows {bridge.label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
+    return _hop(conn, bridge, found[0], info, vector, reason)
+
+
+def follow_named(
+    conn: psycopg.Connection, names: Sequence[str], source: Evidence, span: Sequence[int], asked: list[str],
+    evidence: Sequence[Evidence], reached: dict[int, Reached], info: dict[int, Chunk], vector: np.ndarray,
+    policy: TraversalPolicy, ts_config: str, tenant: str | None = None,
+) -> tuple[Evidence, Reached] | None:
+    """The chunk of the own document of an entity the sentence at `span` of `source` names, the
+    first of `names` that is one, best matching `asked`: the hop chunk -> entity -> chunk of a
+    comparison through a role (the film's sentence -> its director -> the director's page), taken
+    only while the path stays within `max_hops`."""
+    before = reached.get(source.node_id)
+    if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
+        return None
+    near = {"chunk": source.node_id, "start": span[0], "end": span[1], "named": [], "limit": NAMED_PER_SENTENCE}
+    entities = {label.casefold(): (concept, label, in_claim)
+                for concept, label, in_claim in conn.execute(pinned(_BRIDGES, tenant), near).fetchall()}
+    for name in names:
+        if (entity := entities.get(name.casefold())) is None:
+            continue
+        bridge = _Bridge(entity[0], entity[1], source, 0, before, entity[2])
+        found = _followed(conn, [bridge], asked, evidence, policy, ts_config, tenant, own_only=True)
+        if found is not None:
+            return _hop(conn, bridge, found[0], info, vector, f"follows {bridge.label} to its own document")
+    return None
+
+
+def _hop(
+    conn: psycopg.Connection, bridge: _Bridge, node_id: int, info: dict[int, Chunk], vector: np.ndarray, reason: str,
+) -> tuple[Evidence, Reached] | None:
+    """The chunk `node_id` a bridge leads to, as evidence, with the path that reached it."""
     chunk = info.get(node_id) or chunk_info(conn, [node_id], vector).get(node_id)
     if chunk is None:
         return None
     item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
-    reason = f"follows {bridge.label}, named by the evidence, to what the question still asks ({', '.join(uncovered)})"
     before = bridge.before
     base = before.path if before is not None and before.path else [bridge.source.node_id]
     reach = Reached(
@@ -136,17 +169,19 @@ def follow(
 
 def _followed(
     conn: psycopg.Connection, bridges: list[_Bridge], uncovered: list[str], evidence: Sequence[Evidence],
-    policy: TraversalPolicy, ts_config: str, tenant: str | None,
+    policy: TraversalPolicy, ts_config: str, tenant: str | None, own_only: bool = False,
 ) -> tuple[int, int] | None:
     """The chunk a bridge leads to and that bridge's concept, by `_FOLLOW`'s order: the earliest
     claim's bridges first, so a later claim's are searched only when none of an earlier one's
-    leads anywhere (a hub's search scores every chunk mentioning it)."""
+    leads anywhere (a hub's search scores every chunk mentioning it); with `own_only`, only a
+    chunk of a bridge's own documents."""
     for claim in sorted({b.claim for b in bridges}):
         named = [b for b in bridges if b.claim == claim]
         row = conn.execute(pinned(_FOLLOW, tenant), {
             "q": " ".join(uncovered), "cfg": ts_config, "concepts": [b.concept for b in named],
             "labels": [b.label for b in named], "in_claim": [b.in_claim for b in named],
             "exclude": [e.node_id for e in evidence], "k": FOLLOW_CANDIDATES, "subgraph": policy.semantic_group,
+            "own_only": own_only,
         }).fetchone()
         if row is not None:
             return int(row[0]), int(row[1])

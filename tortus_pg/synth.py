@@ -95,7 +95,7 @@ class Synthesizer(Protocol):
 _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}")
 
 
-def _sentences(evidence: Sequence[Source]) -> list[Sentence]:
+def evidence_sentences(evidence: Sequence[Source]) -> list[Sentence]:
     """The sentences worth quoting: not headings or a line repeating one (a passage's title as
     its first line), not table header rows (they state nothing), not fragments of fewer than
     four words. A table row carries its table's column headers (`_Tables`)."""
@@ -193,7 +193,7 @@ def best_chain(
     one with a sentence about the question's subject (`_keyed`).
     Returns the chain's indices, coverage and lexemes (of texts and their heading paths)."""
     sets = lexemes(conn, [f"{e.label}\n{e.text}" for e in evidence], ts_config) if evidence else []
-    sentences = _sentences(evidence)
+    sentences = evidence_sentences(evidence)
     keyed = {s.evidence for s, k in zip(sentences, _keyed(conn, [s.text for s in sentences], terms, ts_config),
                                         strict=True) if k}
     scored = []
@@ -213,7 +213,7 @@ def page_of(
 ) -> Page:
     """What the reader reads of `evidence` (`query.read.Page`): its sentences with their lexemes,
     headings, dense similarities, groups and subjects."""
-    sentences = _sentences(evidence)
+    sentences = evidence_sentences(evidence)
     if not sentences:
         return Page([], [], [], [e.label for e in evidence])
     columns = list(dict.fromkeys(s.header for s in sentences if s.header))

@@ -8,11 +8,13 @@ from functools import partial
 import psycopg
 
 from tortus_pg import bridges, relations
+from tortus_pg.evidence import Evidence, Reached
 from tortus_pg.query.chains import chains, link
+from tortus_pg.query.compare import role_sentence
 from tortus_pg.query.refusal import HARD_REFUSALS
 from tortus_pg.query.similarity import SentenceSimilarity
 from tortus_pg.query.state import State
-from tortus_pg.synth import Similarity, Synthesis, synthesize
+from tortus_pg.synth import Similarity, Synthesis, evidence_sentences, synthesize
 
 
 def answer_from_evidence(conn: psycopg.Connection, state: State) -> None:
@@ -21,13 +23,17 @@ def answer_from_evidence(conn: psycopg.Connection, state: State) -> None:
     name one: it is followed to what the question still asks (stage `bridge`) and the answer is
     synthesized again, while the hop budget allows. A bridge is two hops, so the budget pays for
     one bridge per two hops (a second bridge from another claim under a three-hop budget
-    answered 7 more musique questions, 6 of them wrongly)."""
+    answered 7 more musique questions, 6 of them wrongly). A comparison through a role first
+    follows each option to the person it names in that role (`_role_hops`)."""
     q, options, clock = state.question, state.options, state.clock
     if q.terms is None:
         return
     similarity = SentenceSimilarity(options.embedder, q.vector) if options.embedder is not None else None
     synthesized = partial(_synthesized, conn, state, similarity)
     state.synthesis = clock.attempt("synthesis", synthesized, state.synthesis)
+    if _role_hops(conn, state):
+        link(conn, state)
+        state.synthesis = clock.attempt("synthesis", synthesized, state.synthesis)
     # The concepts the question names, and what they implement, are not bridges worth following.
     mentioned = [*q.concepts, *(i.standard for i in state.implements)]
     for _ in range(options.policy.max_hops // 2):
@@ -53,8 +59,38 @@ def _bridged(conn: psycopg.Connection, state: State, mentioned: list[int]) -> bo
     bridge = state.clock.attempt("bridge", partial(
         bridges.follow, conn, mentioned, state.synthesis, state.evidence, state.routes, state.info,
         state.question.vector, options.policy, options.ts_config, state.tenant), None)
-    if bridge is None:
+    return bridge is not None and _joined(state, bridge)
+
+
+def _role_hops(conn: psycopg.Connection, state: State) -> bool:
+    """Whether a comparison through a role ("Which film has the director born first, A or B?",
+    "Are the directors of A and B from the same country?") gained, for an option whose sentence
+    names its person in that role while no evidence item is about that person, the chunk of that
+    person's own document (stage `bridge`). Each option's hop is a chain of its own (chunk ->
+    person -> chunk), within the hop budget like any bridge; a comparison needs both."""
+    q, options = state.question, state.options
+    judged = q.comparison or q.sameness
+    if judged is None or judged.role is None or q.terms is None:
         return False
+    joined = False
+    for option in judged.options:
+        sentences, labels = evidence_sentences(state.evidence), [e.label for e in state.evidence]
+        found = role_sentence(option, judged.role, sentences, labels)
+        if found is None or any(found[1][0].casefold() in label.casefold() for label in labels):
+            continue
+        said, item = sentences[found[0]], state.evidence[sentences[found[0]].evidence]
+        hop = state.clock.attempt("bridge", partial(
+            bridges.follow_named, conn, found[1], item, (item.start + said.start, item.start + said.end),
+            list(q.terms.weights), state.evidence, state.routes, state.info, q.vector, options.policy,
+            options.ts_config, state.tenant), None)
+        joined = (hop is not None and _joined(state, hop)) or joined
+    return joined
+
+
+def _joined(state: State, bridge: tuple[Evidence, Reached]) -> bool:
+    """Whether the chunk a bridge led to joins the evidence, in place of the last items nothing
+    quotes when the token budget is full, ranking just after the chunk it was followed from."""
+    options = state.options
     item, reach = bridge
     source = reach.path[-3]  # the path ends: chunk followed from -> bridge entity -> chunk found
     room = options.policy.max_tokens - len(item.text.split())

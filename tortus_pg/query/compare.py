@@ -134,6 +134,17 @@ def holders(option: str, role: str | None, sentences: Sequence[Sentence], labels
     return next((found for found in [*titled, *elsewhere] if found), [])
 
 
+def role_sentence(option: str, role: str, sentences: Sequence[Sentence], labels: Sequence[str]
+                  ) -> tuple[int, list[str]] | None:
+    """The first of `option`'s sentences (`_about`) naming someone in `role`, with the names it
+    gives (after the role's word first); None when none does."""
+    for j in _about(option, sentences, labels):
+        names = [n for n in _in_role(sentences[j].text, role[:5]) if n.casefold() != option.casefold()]
+        if names:
+            return j, names
+    return None
+
+
 def _in_role(text: str, stem: str) -> list[str]:
     """The names a sentence saying the role (its word's `stem`) gives, those after the role's word
     first ("produced by Ray Stark, directed by Herbert Ross" names Herbert Ross as director)."""
