@@ -19,8 +19,6 @@ from tortus_pg.query.same import Sameness, judge, lead_with_verdict, origin, sam
      Sameness(("Red Dust (1990 Film)", "Blue Hour"), "country", "director")),
     ("Are director of film Red Dust and director of film Salt and Iron both from the same country?",
      Sameness(("Red Dust", "Salt and Iron"), "country", "director")),
-    ("Are Little Harbour Airport and Cape Ness Airport both airports in the same state?",
-     Sameness(("Little Harbour Airport", "Cape Ness Airport"), "state", None)),
 ])
 def test_a_sameness_question_names_its_options_what_they_share_and_a_role(question: str, expected: Sameness) -> None:
     assert sameness_of(question) == expected
@@ -29,6 +27,7 @@ def test_a_sameness_question_names_its_options_what_they_share_and_a_role(questi
 @pytest.mark.parametrize("question", [
     "Who was born first, Ada Quill or Bram Stoke?",  # a comparison, not a yes/no question
     "Are Ada Quill and Bram Stoke members of the same band?",  # a band is not an origin
+    "Are Little Harbour Airport and Cape Ness Airport both in the same state?",  # a shared country says no state
     "Is Key Vault owned by the Platform Team?",
     "Which country are Olm and Tarn in?",
 ])

@@ -2,8 +2,8 @@
 have directors of the same nationality?", answered yes or no.
 
 Such a question opens with an auxiliary ("Are", "Do", "Were" …), names its two options joined
-by "and" and ends by "the same" and what they would share: a country, a nationality, a state
-(an origin). Lower-case words around the options say what they are ("both villages", "the
+by "and" and ends by "the same" and what they would share: a country or a nationality (an
+origin). Lower-case words around the options say what they are ("both villages", "the
 directors of both films"); a role among them ("director") moves the comparison to the person
 each option names in that role, as comparisons do (`query.compare`). The origin of each is read
 from the first sentences about it: the proper adjective of its description ("is a 1949 British
@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from tortus_pg.query.compare import ROLE_WORDS, holders
 from tortus_pg.query.read import MAX_CLAIMS, Reading, Sentence
 
-ORIGINS = frozenset({"country", "nationality", "citizenship", "origin", "state"})
+# What an origin answers. Not a state or a city: two places sharing their country share no
+# state for that, and a place in common is how origins are matched.
+ORIGINS = frozenset({"country", "nationality", "citizenship", "origin"})
 _SAME = re.compile(r"^(?:are|were|is|was|do|does|did)\s+(?P<both>.+?),?\s+(?:the\s+)?same\s+(?P<what>\w+)\s*\??\s*$",
                    re.I)
 # The lower-case words before the first option ("both villages,") and after the second ("located in").
