@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"(?:{_MONTHS})\b[\s\d,]*")  # "May 1900", "June 20, 1892"
 _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand"
     "|million|billion|dozen|half|several|single|once|twice"
@@ -97,6 +98,9 @@ class AnswerType:
     # The forms that ask where the answer would stand ("… founded by who?"): read only when no
     # type's opening matches, so "Who won in 1999 and how many times?" still asks for a person.
     in_place: re.Pattern[str] | None = None
+    # Whether its values are names (a person, a place, a name): a date ("May 1900", "June 20")
+    # is capitalised like one but names nothing.
+    names: bool = False
 
     def asked_by(self, question: str, in_place: bool = False) -> bool:
         """Whether `question` asks for this type by its opening, or with `in_place` where the
@@ -116,7 +120,8 @@ class AnswerType:
             value = text[start:end].strip("` ").rstrip(".,;:")
             words = {w.casefold() for w in re.findall(r"\w+", value)}
             opening = re.fullmatch(r"[A-Z][a-z'’]+", value) is not None and _OPENING.search(text, 0, start)
-            if value and not words <= said and not opening:
+            dated = self.names and _DATE.fullmatch(value) is not None
+            if value and not words <= said and not opening and not dated:
                 cued = self.cue is not None and self.cue.search(text, 0, start) is not None
                 found.append((not cued, value))
         return [value for _, value in sorted(found, key=lambda x: x[0])]
@@ -185,6 +190,7 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
         re.compile(_PERSON),
         required=False,
         in_place=re.compile(r"\b(?:who|whom)\W*$", re.I),  # "… founded by who?"
+        names=True,
     ),
     AnswerType(
         "a place",
@@ -196,6 +202,7 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
         in_place=re.compile(r"\b(?:in|from|at|of|to)\s+(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:city|country|state"
                             r"|region|town|county|province|village|continent)\W*$|\bwhere\W*$", re.I),
         cue=re.compile(r"\b(?:in|at|from|near)\s+(?:the\s+)?$", re.I),
+        names=True,
     ),
     AnswerType(
         "a name",
@@ -207,6 +214,7 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
         required=False,
         # "… the wife of what singer?": "what" or "which" and its noun ending the question, not opening it
         in_place=re.compile(r"(?<=[\w'’\")]\s)(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$", re.I),
+        names=True,
     ),
 )
 
