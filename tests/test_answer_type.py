@@ -133,7 +133,8 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
     ("What is the place of birth of the singer?", "Ada Lowe was born at Leeds and sang with The Owls.",
      ["Leeds", "Ada Lowe", "The Owls"]),
     # A date is capitalised like a name but is no place, person or name; it is a time.
-    ("Where was the director born?", "Ona Vale (14 May 1900 – June 20, 1977) was born in Leeds.", ["Leeds", "Ona Vale"]),
+    ("Where was the director born?", "Ona Vale (14 May 1900 – June 20, 1977) was born in Leeds.",
+     ["Leeds", "Ona Vale"]),
     ("Which studio made it?", "It was made in May 1950 by Harbour Pictures.", ["Harbour Pictures"]),
     ("When was the director born?", "Ona Vale was born on 14 May 1900.", ["14 May 1900"]),
 ])

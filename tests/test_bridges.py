@@ -1,5 +1,6 @@
-"""Following a bridge: which claim's bridges lead and which of a bridge's chunks it leads to, on
-corpora written for it."""
+"""Following a bridge: which claim's bridges lead and which of a bridge's chunks it leads to; a
+comparison's evidence about each option and the person it names in a role; on corpora written
+for them."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,3 +151,13 @@ def test_a_comparison_through_a_role_follows_each_option_to_its_person(db: psyco
     assert "quill.md > Ada Quill" in followed
     assert (out.answer or "").startswith("No. Ona Vale (born 1931) is a Brevanian film director. [1] "
                                          "Ada Quill (born 1944) is an Ostrian film director. [2]")
+
+
+@pytest.mark.parametrize("db", [FILMS], indirect=True)
+def test_each_option_of_a_comparison_has_its_document_in_the_evidence(db: psycopg.Connection) -> None:
+    question = "Which film came out first, Red Dust or Blue Hour?"
+    # One evidence chunk: the search's best. Blue Hour's document joins it, so both years are read.
+    out = engine.answer(db, question, embedder=HashEmbedder(384), k=1, store=False)
+    assert {"dust.md > Red Dust", "hour.md > Blue Hour"} <= {e.label for e in out.evidence}
+    assert out.short_answer == "Blue Hour"
+    assert (out.answer or "").startswith("Blue Hour. ")

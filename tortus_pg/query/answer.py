@@ -10,7 +10,7 @@ import psycopg
 from tortus_pg import bridges, relations
 from tortus_pg.evidence import Evidence, Reached
 from tortus_pg.query.chains import chains, link
-from tortus_pg.query.compare import role_sentence
+from tortus_pg.query.compare import role_sentence, titles
 from tortus_pg.query.refusal import HARD_REFUSALS
 from tortus_pg.query.similarity import SentenceSimilarity
 from tortus_pg.query.state import State
@@ -30,6 +30,8 @@ def answer_from_evidence(conn: psycopg.Connection, state: State) -> None:
         return
     similarity = SentenceSimilarity(options.embedder, q.vector) if options.embedder is not None else None
     synthesized = partial(_synthesized, conn, state, similarity)
+    if _option_documents(state):
+        link(conn, state)
     state.synthesis = clock.attempt("synthesis", synthesized, state.synthesis)
     if _role_hops(conn, state):
         link(conn, state)
@@ -60,6 +62,33 @@ def _bridged(conn: psycopg.Connection, state: State, mentioned: list[int]) -> bo
         bridges.follow, conn, mentioned, state.synthesis, state.evidence, state.routes, state.info,
         state.question.vector, options.policy, options.ts_config, state.tenant), None)
     return bridge is not None and _joined(state, bridge)
+
+
+def _option_documents(state: State) -> bool:
+    """Whether a comparison's option that no evidence item is titled by gained the best-ranked
+    candidate chunk (of search or walk) of the document it titles, in place of the last evidence
+    items when the token budget is full: a comparison is read from the evidence about each option."""
+    judged = state.question.comparison or state.question.sameness
+    if judged is None:
+        return False
+    joined = False
+    for option in judged.options:
+        if any(titles(option, e.label) for e in state.evidence):
+            continue
+        taken = {e.node_id for e in state.evidence}
+        found = next((n for n in state.ranking if n in state.info and n not in taken
+                      and titles(option, state.info[n].label)), None)
+        if found is None:
+            continue
+        chunk = state.info[found]
+        kept = bridges.make_room(state.evidence, state.synthesis, found,
+                                 state.options.policy.max_tokens - len(chunk.text.split()))
+        if kept is not None:
+            origin = "walk" if found in state.routes else "seed"
+            state.evidence = [*kept, Evidence(found, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page,
+                                              chunk.text, 0.0, origin)]
+            joined = True
+    return joined
 
 
 def _role_hops(conn: psycopg.Connection, state: State) -> bool:

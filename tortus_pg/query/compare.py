@@ -157,13 +157,18 @@ def _titles(name: str, labels: Sequence[str], found: Sequence[int], sentences: S
     return name.casefold().removeprefix("the ") in labels[sentences[found[0]].evidence].casefold()
 
 
+def titles(name: str, label: str) -> bool:
+    """Whether `name` heads the evidence item with heading path `label` (is one of its parts,
+    ignoring case and a leading "the"): its document's title or a section's."""
+    bare = name.casefold().removeprefix("the ")
+    return any(part.strip().removeprefix("the ") == bare for part in label.casefold().split(" > "))
+
+
 def _about(name: str, sentences: Sequence[Sentence], labels: Sequence[str]) -> list[int]:
     """The sentences about `name`: those of an evidence item its heading path names (in order),
     else those that mention it."""
-    folded = name.casefold()
-    bare = folded.removeprefix("the ")
-    titled = [j for j, s in enumerate(sentences)
-              if labels[s.evidence].casefold().split(" > ")[0].strip().removeprefix("the ") == bare]
+    bare = name.casefold().removeprefix("the ")
+    titled = [j for j, s in enumerate(sentences) if titles(name, labels[s.evidence])]
     titled = titled or [j for j, s in enumerate(sentences) if bare in labels[s.evidence].casefold()]
     return titled or [j for j, s in enumerate(sentences) if bare in s.text.casefold()]
 
