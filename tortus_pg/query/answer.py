@@ -23,8 +23,9 @@ def answer_from_evidence(conn: psycopg.Connection, state: State) -> None:
     name one: it is followed to what the question still asks (stage `bridge`) and the answer is
     synthesized again, while the hop budget allows. A bridge is two hops, so the budget pays for
     one bridge per two hops (a second bridge from another claim under a three-hop budget
-    answered 7 more musique questions, 6 of them wrongly). A comparison through a role first
-    follows each option to the person it names in that role (`_role_hops`)."""
+    answered 7 more musique questions, 6 of them wrongly). A comparison first reads the evidence
+    about each option (`_option_documents`) and, through a role, follows each option to the
+    person it names in that role (`_role_hops`)."""
     q, options, clock = state.question, state.options, state.clock
     if q.terms is None:
         return
@@ -65,8 +66,8 @@ def _bridged(conn: psycopg.Connection, state: State, mentioned: list[int]) -> bo
 
 
 def _option_documents(state: State) -> bool:
-    """Whether a comparison's option that no evidence item is titled by gained the best-ranked
-    candidate chunk (of search or walk) of the document it titles, in place of the last evidence
+    """Whether a comparison's option that heads no evidence item gained the best-ranked candidate
+    chunk (of search or walk) that its document or a section heads, in place of the last evidence
     items when the token budget is full: a comparison is read from the evidence about each option."""
     judged = state.question.comparison or state.question.sameness
     if judged is None:

@@ -7,9 +7,10 @@ origin). Lower-case words around the options say what they are ("both villages",
 directors of both films"); a role among them ("director") moves the comparison to the person
 each option names in that role, as comparisons do (`query.compare`). The origin of each is read
 from the first sentences about it: the proper adjective of its description ("is a 1949 British
-crime film", "was a Brazilian-born director"), else the last place its sentence names ("is a
-village in Fars Province, Iran"). The answer is yes when both origins are the same, no when they
-differ; the two sentences giving them are quoted. Neither origin found, no verdict.
+crime film", "was a Brazilian-born director"), else the places its sentence names ("is a village
+in Marvdasht County, Fars Province, Iran"). The answer is yes when the two share one (the same
+adjective, a place in common), no when they share none; the two sentences giving them are
+quoted. Either origin not found, no verdict.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ _TRAILING = re.compile(r"(?:,?\s+[a-z]+)+,?$")
 _ADJECTIVE = re.compile(r"\b(?:is|was|are|were)\s+(?:an?\s+|the\s+)?"
                         r"(?:(?:\d{4}|(?!(?:in|of|from|at|on|by)\b)[a-z]+)\s+){0,2}"
                         r"(?P<origin>[A-Z][\w'’]*(?:[\s-]+[A-Z][\w'’]*)*)(?:-\s?born)?\s+[a-z]")
-# A place named after a comma, "in" or "of" (with up to two words between: "in south west
-# England"): the last one is the widest ("…, Fars Province, Iran").
+# A place named after a comma, "in" or "of", with up to two words between ("in south west
+# England", "…, Fars Province, Iran").
 _PLACE = re.compile(r"(?:,\s+|\b(?:in|of)\s+)(?:[a-z]+\s+){0,2}"
                     r"(?P<place>[A-Z][\w'’-]*(?:\s+(?:(?:and|of|do|de|del|da)\s+)?[A-Z][\w'’-]*)*)")
 _ROLE = re.compile(rf"\b({ROLE_WORDS})s?\b", re.I)
