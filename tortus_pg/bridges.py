@@ -156,7 +156,7 @@ def _hop(
     chunk = info.get(node_id) or chunk_info(conn, [node_id], vector).get(node_id)
     if chunk is None:
         return None
-    item = Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page, chunk.text, 0.0, "walk")
+    item = chunk.evidence(node_id, "walk")
     before = bridge.before
     base = before.path if before is not None and before.path else [bridge.source.node_id]
     reach = Reached(

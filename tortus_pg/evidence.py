@@ -69,6 +69,10 @@ class Chunk:
     page: int | None
     titled: bool  # its document's title carries an identifier ("INC-2025-014: …"), when asked
 
+    def evidence(self, node_id: int, origin: str) -> Evidence:
+        """The whole chunk as an evidence item that no search scored (a hop or a chain led to it)."""
+        return Evidence(node_id, self.label, self.uri, self.start, self.end, self.page, self.text, 0.0, origin)
+
 
 def chunk_info(conn: psycopg.Connection, ids: list[int], vector: np.ndarray, titles: bool = False) -> dict[int, Chunk]:
     """The chunks among `ids`, with their similarity to the question vector and their age; with

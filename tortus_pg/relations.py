@@ -236,8 +236,7 @@ def answer(
     chunks = list(dict.fromkeys(c for _, _, c in held_in))
     held = {e.node_id: e for e in evidence}
     info = chunk_info(conn, [c for c in chunks if c not in held], vector)
-    items = [held.get(c) or Evidence(c, info[c].label, info[c].uri, info[c].start, info[c].end, info[c].page,
-                                     info[c].text, 0.0, "walk") for c in chunks if c in held or c in info]
+    items = [held.get(c) or info[c].evidence(c, "walk") for c in chunks if c in held or c in info]
     used = sum(len(i.text.split()) for i in items)
     for e in evidence:
         words = len(e.text.split())

@@ -10,7 +10,7 @@ import psycopg
 from tortus_pg import bridges, relations
 from tortus_pg.evidence import Evidence, Reached
 from tortus_pg.query.chains import chains, link
-from tortus_pg.query.compare import role_sentence, titles
+from tortus_pg.query.compare import in_heading, role_sentence, titles
 from tortus_pg.query.refusal import HARD_REFUSALS
 from tortus_pg.query.similarity import SentenceSimilarity
 from tortus_pg.query.state import State
@@ -85,9 +85,7 @@ def _option_documents(state: State) -> bool:
         kept = bridges.make_room(state.evidence, state.synthesis, found,
                                  state.options.policy.max_tokens - len(chunk.text.split()))
         if kept is not None:
-            origin = "walk" if found in state.routes else "seed"
-            state.evidence = [*kept, Evidence(found, chunk.label, chunk.uri, chunk.start, chunk.end, chunk.page,
-                                              chunk.text, 0.0, origin)]
+            state.evidence = [*kept, chunk.evidence(found, "walk" if found in state.routes else "seed")]
             joined = True
     return joined
 
@@ -106,7 +104,7 @@ def _role_hops(conn: psycopg.Connection, state: State) -> bool:
     for option in judged.options:
         sentences, labels = evidence_sentences(state.evidence), [e.label for e in state.evidence]
         found = role_sentence(option, judged.role, sentences, labels)
-        if found is None or any(found[1][0].casefold() in label.casefold() for label in labels):
+        if found is None or any(in_heading(found[1][0], label) for label in labels):
             continue
         said, item = sentences[found[0]], state.evidence[sentences[found[0]].evidence]
         hop = state.clock.attempt("bridge", partial(

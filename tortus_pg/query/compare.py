@@ -130,7 +130,7 @@ def holders(option: str, role: str | None, sentences: Sequence[Sentence], labels
     people = [n for j in about for n in _in_role(sentences[j].text, stem) if n.casefold() != option.casefold()]
     elsewhere = [[j for j in _about(n, sentences, labels) if sentences[j].evidence not in own_items] for n in people]
     titled = [found for n, found in zip(people, elsewhere, strict=True)
-              if found and _titles(n, labels, found, sentences)]
+              if found and in_heading(n, labels[sentences[found[0]].evidence])]
     return next((found for found in [*titled, *elsewhere] if found), [])
 
 
@@ -152,9 +152,10 @@ def _in_role(text: str, stem: str) -> list[str]:
     return [] if at < 0 else [*names_in(text[at:]), *names_in(text[:at])]
 
 
-def _titles(name: str, labels: Sequence[str], found: Sequence[int], sentences: Sequence[Sentence]) -> bool:
-    """Whether `name` is in the heading path of the evidence item of the first sentence `found` about it."""
-    return name.casefold().removeprefix("the ") in labels[sentences[found[0]].evidence].casefold()
+def in_heading(name: str, label: str) -> bool:
+    """Whether `name` is said in the heading path `label` ("Gordon Douglas" in "Gordon Douglas
+    (director)"), ignoring case and a leading "the"."""
+    return name.casefold().removeprefix("the ") in label.casefold()
 
 
 def titles(name: str, label: str) -> bool:
@@ -167,10 +168,9 @@ def titles(name: str, label: str) -> bool:
 def _about(name: str, sentences: Sequence[Sentence], labels: Sequence[str]) -> list[int]:
     """The sentences about `name`: those of an evidence item its heading path names (in order),
     else those that mention it."""
-    bare = name.casefold().removeprefix("the ")
     titled = [j for j, s in enumerate(sentences) if titles(name, labels[s.evidence])]
-    titled = titled or [j for j, s in enumerate(sentences) if bare in labels[s.evidence].casefold()]
-    return titled or [j for j, s in enumerate(sentences) if bare in s.text.casefold()]
+    titled = titled or [j for j, s in enumerate(sentences) if in_heading(name, labels[s.evidence])]
+    return titled or [j for j, s in enumerate(sentences) if in_heading(name, s.text)]
 
 
 def _read(comparison: Comparison, text: str, weights: Mapping[str, float], own: set[str]) -> float | None:

@@ -71,13 +71,13 @@ def sameness_of(question: str) -> Sameness | None:
     split = re.search(r"\s+and\s+", middle) or re.search(r"\s+and\s+", middle, re.I)
     if split is None:
         return None
-    first = middle[: split.start()].strip(" ,")
-    second_lead = _LEADING.match(middle[split.end():])
-    second = middle[split.end() + (second_lead.end() if second_lead else 0):].strip(" ,")
+    first, rest = middle[: split.start()].strip(" ,"), middle[split.end():]
+    second_lead = _LEADING.match(rest)
+    lead = second_lead.end() if second_lead else 0
+    second = rest[lead:].strip(" ,")
     if not first or not second:
         return None
-    said = " ".join([both[:start], middle[split.end():split.end() + (second_lead.end() if second_lead else 0)],
-                     both[end:]])
+    said = " ".join([both[:start], rest[:lead], both[end:]])
     role = _ROLE.search(said)
     return Sameness((first, second), found.group("what").casefold(), role.group(1).casefold() if role else None)
 
