@@ -39,6 +39,29 @@ def test_the_first_statement_names_a_bridge_and_the_document_about_it_answers() 
     assert short == "Dario Feltham"
 
 
+def test_the_statement_that_leads_on_to_the_answer_starts_the_chain() -> None:
+    # The best match names no bridge; the next best names the network whose page answers. Started
+    # from the best match, the founder's sentence (which shares no word with the question) is
+    # never reached.
+    question = "Who started the network that aired Thumb Wars?"
+    quoted, short = read(question, [
+        ("Thumb Wars", ["Thumb Wars started on a network in Europe.", "Thumb Wars first aired on Cartoon Loop."]),
+        ("Cartoon Loop", ["It was founded by Betty Cohen."]),
+    ], weights={"started": 3.0, "network": 3.0, "aired": 1.0, "thumb": 1.0, "wars": 1.0})
+    assert quoted[:2] == ["Thumb Wars first aired on Cartoon Loop.", "It was founded by Betty Cohen."]
+    assert short == "Betty Cohen"
+
+
+def test_a_best_match_that_answers_itself_stays_first() -> None:
+    question = "Who founded Cartoon Loop?"
+    quoted, short = read(question, [
+        ("Cartoon Loop", ["Cartoon Loop was founded by Betty Cohen in 1992."]),
+        ("Thumb Wars", ["Thumb Wars aired on Cartoon Loop.", "Thumb Wars was created by Ida Marsh."]),
+    ], weights={"founded": 2.0, "cartoon": 1.0, "loop": 1.0})
+    assert quoted[0] == "Cartoon Loop was founded by Betty Cohen in 1992."
+    assert short == "Betty Cohen"
+
+
 def test_a_bridge_named_in_the_possessive_leads_to_the_document_about_it() -> None:
     question = "In what year was the man whose resignation led to the 2000 election born?"
     quoted, _ = read(question, [

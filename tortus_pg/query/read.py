@@ -11,8 +11,11 @@ asked ("kestrel-3 is backed up to s3://…"). The reader measures every sentence
 - `dense`: its embedding's cosine similarity to the question's, when an embedder is at hand;
 - `keyed`: its subject (its opening words) is what the question names.
 
-The first statement is the best match (lexical + typed/2 + dense/2 + keyed/4). The names it gives
-that the question does not are bridges. The other sentences are rated by a logistic model of
+The names a statement gives that the question does not are bridges. The first statement is one
+of the STARTS best matches (lexical + typed/2 + dense/2 + keyed/4): the one whose match, with
+what the likeliest sentence about its bridges adds to it as the answer, is worth most. A chain
+is chosen as a whole, so a statement matching one more word of the question does not start it
+when the next best leads on to the answer. The other sentences are rated by a logistic model of
 whether a sentence holds the answer (`ANSWERS`), from what each adds to the first statement (the
 question's weight it covers that the first does not), its type, its similarity, whether it is
 about a bridge, from the first's group of evidence, opens its item or names something new; the
@@ -43,6 +46,7 @@ KEYED = 0.25  # what opening with a thing the question names (its subject) adds 
 ANSWERS = Model(-2.679, {"typed": 0.791, "dense": 1.312, "about": 0.852, "rest": 2.914, "adds": 1.699, "near": 0.879,
                          "opens": 0.761, "names": 0.73})
 JOIN = 0.6  # a sentence joins the first when ANSWERS rates it at least this (both classes weighing alike)
+STARTS = 2  # the best matches that compete as the chain's first statement (`signals`)
 
 
 @dataclass(frozen=True)
@@ -115,35 +119,59 @@ class Signals:
 
 def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, asked: frozenset[str],
             bridges: bool = True) -> Signals:
-    """The first statement (the best match: lexical + typed/2 + dense/2 + keyed/4) and every
-    sentence's signals: `typed` (a value of the asked type), `dense`, `about` (a bridge the first
-    statement names heads its item or opens it; none without `bridges`), `rest` and `adds` (the question's
-    weight it adds to the first's, in its heading's context and in its own words), `near` (the
-    first's group), `opens` (its item's first sentence) and `names` (a name the question does
-    not say)."""
+    """The first statement and every sentence's signals: `typed` (a value of the asked type),
+    `dense`, `opens` (its item's first sentence), `names` (a name the question does not say) and
+    those measured from the first (`_from_first`). The STARTS best matches (lexical + typed/2 +
+    dense/2 + keyed/4) compete as the first: each is worth its match and what the likeliest
+    sentence about a bridge it names adds to it as the answer (`ANSWERS`), so the statement that
+    leads on to the answer starts the chain, not the one matching one word more."""
     sentences, n = page.sentences, len(page.sentences)
-    total = sum(weights.values()) or 1.0
     sets = _in_context(page.own, page.context, weights)
     lexical = np.array(lexical_shares(page.own, page.context, weights))
     values = [kind.values(s.text, asked) if kind is not None else [] for s in sentences]
-    typed = np.array([bool(v) for v in values], dtype=float)
-    dense = np.asarray(page.dense, dtype=float) if page.dense is not None else np.zeros(n)
-    subject = np.asarray(page.keyed, dtype=float) if page.keyed is not None else np.zeros(n)
-    first = int(np.argmax(lexical + TYPED * typed + DENSE_FIRST * dense + KEYED * subject))
-    about = _about(page, first, asked) if bridges else np.zeros(n)
-    covered = sets[first]
-    group = page.groups if page.groups is not None else [0] * len(page.labels)
-    arrays = {
-        "typed": typed, "dense": dense, "about": about,
-        "rest": np.array([sum(w for t, w in weights.items() if t in s and t not in covered) / total for s in sets]),
-        "adds": np.array([sum(w for t, w in weights.items() if t in o and t not in covered) / total for o in page.own]),
-        "near": np.array([group[s.evidence] == group[sentences[first].evidence] for s in sentences], dtype=float),
+    own = {
+        "typed": np.array([bool(v) for v in values], dtype=float),
+        "dense": np.asarray(page.dense, dtype=float) if page.dense is not None else np.zeros(n),
         "opens": np.array([j == 0 or s.evidence != sentences[j - 1].evidence for j, s in enumerate(sentences)],
                           dtype=float),
         "names": np.array([any(not _said(x, asked) for x in names_in(s.text)) for s in sentences], dtype=float),
     }
-    lacks = kind is not None and kind.required and not typed[first]
+    subject = np.asarray(page.keyed, dtype=float) if page.keyed is not None else np.zeros(n)
+    match = lexical + TYPED * own["typed"] + DENSE_FIRST * own["dense"] + KEYED * subject
+    starts = [(int(j), _from_first(int(j), page, weights, asked, own, sets, bridges))
+              for j in np.argsort(-match, kind="stable")[:STARTS]]
+    first, arrays = max(starts, key=lambda start: match[start[0]] + _leads_on(start[0], start[1], n))
+    lacks = kind is not None and kind.required and not own["typed"][first]
     return Signals(first, values, arrays, sets, lacks, bridges)
+
+
+def _leads_on(first: int, arrays: dict[str, np.ndarray], n: int) -> float:
+    """What following the first's bridges adds to it as the answer: how much likelier (`ANSWERS`)
+    the likeliest sentence about a bridge holds the answer than the first itself."""
+    about = arrays["about"]
+    if not about.any():
+        return 0.0
+    likely = ANSWERS.probabilities(arrays, n)
+    return max(float(np.max(np.where(about > 0, likely, 0.0))) - float(likely[first]), 0.0)
+
+
+def _from_first(first: int, page: Page, weights: Mapping[str, float], asked: frozenset[str],
+                own: dict[str, np.ndarray], sets: list[set[str]], bridges: bool) -> dict[str, np.ndarray]:
+    """The signals of every sentence with `first` as the first statement, added to its `own`:
+    `about` (a bridge the first names heads its item or opens it; none without `bridges`), `rest`
+    and `adds` (the question's weight it adds to the first's, in its heading's context and in its
+    own words) and `near` (the first's group)."""
+    sentences, n = page.sentences, len(page.sentences)
+    total = sum(weights.values()) or 1.0
+    covered = sets[first]
+    group = page.groups if page.groups is not None else [0] * len(page.labels)
+    return {
+        **own,
+        "about": _about(page, first, asked) if bridges else np.zeros(n),
+        "rest": np.array([sum(w for t, w in weights.items() if t in s and t not in covered) / total for s in sets]),
+        "adds": np.array([sum(w for t, w in weights.items() if t in o and t not in covered) / total for o in page.own]),
+        "near": np.array([group[s.evidence] == group[sentences[first].evidence] for s in sentences], dtype=float),
+    }
 
 
 def _about(page: Page, first: int, asked: frozenset[str]) -> np.ndarray:
