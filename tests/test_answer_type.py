@@ -35,6 +35,7 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("Before the change, how long did the service wait?", "a duration or length"),
     ("When the cluster fails over, how long are writes down?", "a duration or length"),
     ("In the country it serves, what percentage of parcels arrive late?", "an amount"),
+    ("According to the runbook, how long before expiry are certificates renewed?", "a duration or length"),
     ("For how long are the keys kept?", "a duration or length"),
     # A comma clause after anything else is a relative or an apposition, not the question: the
     # whole sentence asks, here in place ("… in what profession?").

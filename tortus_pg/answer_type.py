@@ -223,7 +223,8 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
 # uses …, who …?", "Before the change …, how long …?", "In the country …, what percentage …?").
 _LEADING = re.compile(
     r"^\W*(?:if|when|whenever|before|after|once|given|besides|between|since|while|although|though|unless|until"
-    r"|during|apart\s+from|except|other\s+than|as\s+for|in|on|at|for|from|under|with|without|of|among)\b", re.I)
+    r"|during|according\s+to|apart\s+from|except|other\s+than|as\s+for|in|on|at|for|from|under|with|without|of|among)\b",
+    re.I)
 
 
 def _asking_clause(question: str) -> str:
