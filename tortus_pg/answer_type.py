@@ -220,7 +220,8 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
 
 
 # Words that open a clause leading up to the question rather than asking it ("If an engineer
-# uses …, who …?", "Before the change …, how long …?", "In the country …, what percentage …?").
+# uses …, who …?", "Before the change …, how long …?", "According to the runbook, how long …?",
+# "In the country …, what percentage …?").
 _LEADING = re.compile(
     r"^\W*(?:if|when|whenever|before|after|once|given|besides|between|since|while|although|though|unless|until"
     r"|during|according\s+to|apart\s+from|except|other\s+than|as\s+for|in|on|at|for|from|under|with|without|of|among)\b",

@@ -129,7 +129,7 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
     sets = _in_context(page.own, page.context, weights)
     lexical = np.array(lexical_shares(page.own, page.context, weights))
     values = [kind.values(s.text, asked) if kind is not None else [] for s in sentences]
-    own = {
+    base = {  # the signals that do not depend on the first
         "typed": np.array([bool(v) for v in values], dtype=float),
         "dense": np.asarray(page.dense, dtype=float) if page.dense is not None else np.zeros(n),
         "opens": np.array([j == 0 or s.evidence != sentences[j - 1].evidence for j, s in enumerate(sentences)],
@@ -137,11 +137,11 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
         "names": np.array([any(not _said(x, asked) for x in names_in(s.text)) for s in sentences], dtype=float),
     }
     subject = np.asarray(page.keyed, dtype=float) if page.keyed is not None else np.zeros(n)
-    match = lexical + TYPED * own["typed"] + DENSE_FIRST * own["dense"] + KEYED * subject
-    starts = [(int(j), _from_first(int(j), page, weights, asked, own, sets, bridges))
+    match = lexical + TYPED * base["typed"] + DENSE_FIRST * base["dense"] + KEYED * subject
+    starts = [(int(j), _from_first(int(j), page, weights, asked, base, sets, bridges))
               for j in np.argsort(-match, kind="stable")[:STARTS]]
     first, arrays = max(starts, key=lambda start: match[start[0]] + _leads_on(start[0], start[1], n))
-    lacks = kind is not None and kind.required and not own["typed"][first]
+    lacks = kind is not None and kind.required and not base["typed"][first]
     return Signals(first, values, arrays, sets, lacks, bridges)
 
 
@@ -156,8 +156,8 @@ def _leads_on(first: int, arrays: dict[str, np.ndarray], n: int) -> float:
 
 
 def _from_first(first: int, page: Page, weights: Mapping[str, float], asked: frozenset[str],
-                own: dict[str, np.ndarray], sets: list[set[str]], bridges: bool) -> dict[str, np.ndarray]:
-    """The signals of every sentence with `first` as the first statement, added to its `own`:
+                base: dict[str, np.ndarray], sets: list[set[str]], bridges: bool) -> dict[str, np.ndarray]:
+    """The signals of every sentence with `first` as the first statement, added to `base`:
     `about` (a bridge the first names heads its item or opens it; none without `bridges`), `rest`
     and `adds` (the question's weight it adds to the first's, in its heading's context and in its
     own words) and `near` (the first's group)."""
@@ -166,7 +166,7 @@ def _from_first(first: int, page: Page, weights: Mapping[str, float], asked: fro
     covered = sets[first]
     group = page.groups if page.groups is not None else [0] * len(page.labels)
     return {
-        **own,
+        **base,
         "about": _about(page, first, asked) if bridges else np.zeros(n),
         "rest": np.array([sum(w for t, w in weights.items() if t in s and t not in covered) / total for s in sets]),
         "adds": np.array([sum(w for t, w in weights.items() if t in o and t not in covered) / total for o in page.own]),
