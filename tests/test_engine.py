@@ -259,6 +259,22 @@ def test_sections_of_the_document_about_the_named_identifier_are_selected_in_bm2
     assert [e.node_id for e in evidence] == [1, 2, 3, 6]
 
 
+def test_the_chunk_defining_what_the_question_names_follows_the_best_search_hit() -> None:
+    # The team page's opening (3) defines the team; its other sections matched the question's
+    # words better, and two of them would fill the page's places.
+    def hit(node_id: int, rank: int, uri: str) -> Hit:
+        return Hit(node_id, rank, 1 / rank, rank, rank, False, "x", "text", uri, 0, 4, None)
+
+    hits = [hit(1, 1, "team.md"), hit(2, 2, "team.md"), hit(3, 3, "team.md"), hit(4, 4, "rfc.md"),
+            hit(5, 5, "system.md")]
+    info = {h.node_id: Chunk("x", "one two three", 0.5, 0.0, h.uri, 0, 4, None, False) for h in hits}
+    ranking = [h.node_id for h in hits]
+    assert [e.node_id for e in select_evidence(ranking, info, hits, {}, 4, 1200)] == [1, 2, 4, 5]
+    assert [e.node_id for e in select_evidence(ranking, info, hits, {}, 4, 1200, (3,))] == [1, 3, 2, 4]
+    # The best search hit keeps its place when it is the defining chunk.
+    assert [e.node_id for e in select_evidence(ranking, info, hits, {}, 4, 1200, (1,))] == [1, 2, 4, 5]
+
+
 def test_one_hop_answers_do_not_follow_bridges(ask: Ask) -> None:
     a = ask("Which team owns the system whose expired certificate caused INC-2025-014?",
             policy=TraversalPolicy(max_hops=1))

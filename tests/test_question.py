@@ -1,5 +1,6 @@
-"""The question analysed once, on the demo corpus: what its text says, the concepts it names and
-its weighted terms, under the policy and the time budget."""
+"""The question analysed once, on the demo corpus and on one written for naming documented
+things: what its text says, the concepts it names and its weighted terms, under the policy and the
+time budget."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -8,14 +9,40 @@ import numpy as np
 import psycopg
 import pytest
 
-from tortus_pg.db import tenant_scope
+from tortus_pg import migrate, tenants
+from tortus_pg.db import connect, tenant_scope
+from tortus_pg.embed import HashEmbedder
+from tortus_pg.ingest import pipeline, sources
+from tortus_pg.ingest.pipeline import IngestOptions
 from tortus_pg.policy import TraversalPolicy
 from tortus_pg.query.clock import Clock
-from tortus_pg.query.question import Question, analyse, labels
+from tortus_pg.query.question import Question, analyse, labels, name_runs
 from tortus_pg.relations import Target
 
 VECTOR = np.zeros(0, dtype=np.float32)  # no stage here reads the embedding
 OWNER = "Which team owns Key Vault?"
+
+# Documents titled with names that are not all capitalised, and one name inside another.
+TEAMS = {
+    "calendar.md": "# Calendar squad\n\n- Squad lead: Adaeze Okonkwo\n- Engineers: 5\n\n"
+                   "## Current focus\n\nThe squad spent the quarter on renewal reliability.\n",
+    "fleet.md": "# Fleet\n\nThe fleet has 3,400 vehicles across the United Kingdom.\n",
+    "fleet-data.md": "# Fleet Data\n\nThe team is run by Bartosz Wierzbicki.\n",
+}
+
+
+@pytest.fixture
+def teams(fresh_db, tmp_path: Path) -> Iterator[psycopg.Connection]:  # type: ignore[no-untyped-def]
+    url = fresh_db()
+    migrate.upgrade(url)
+    for name, text in TEAMS.items():
+        (tmp_path / name).write_text(text)
+    with connect(url) as conn:
+        tenants.create_tenant(conn, "t")
+        conn.commit()
+        pipeline.ingest(conn, "t", sources.resolve([str(tmp_path)], None), HashEmbedder(384), IngestOptions())
+        with tenant_scope(conn, "t"):
+            yield conn
 
 
 @pytest.fixture
@@ -58,3 +85,40 @@ def test_with_no_time_left_it_has_no_concepts_nor_terms(db: psycopg.Connection) 
     assert (q.concepts, q.named, q.terms) == ((), (), None)
     assert clock.degraded == ["link", "terms"]
     assert q.target == Target("group", "team")  # read from the text, which needs no time
+
+
+def _named(conn: psycopg.Connection, text: str) -> Question:
+    clock = Clock(conn, 5_000)
+    q = analyse(conn, text, VECTOR, clock, TraversalPolicy(), "english")
+    clock.close()
+    return q
+
+
+def test_a_documented_thing_is_named_as_its_title_is_written(teams: psycopg.Connection) -> None:
+    # The extractor reads "Calendar" alone from the question; the graph has a document titled
+    # "Calendar squad", and the chunk that defines it (the page's opening, with its lead).
+    q = _named(teams, "Who heads up the Calendar squad?")
+    assert labels(teams, q.named) == ["Calendar squad"]
+    opening = teams.execute("select node_id from tortus.node where kind = 'chunk' and text like %s",
+                            ["%Squad lead%"]).fetchone()
+    assert opening is not None and q.defining == (opening[0],)
+    assert q.terms is not None and set(q.terms.names) == {"Calendar squad"}
+
+
+def test_of_names_one_inside_another_the_longest_is_named(teams: psycopg.Connection) -> None:
+    assert labels(teams, _named(teams, "Who runs the Fleet Data group?").named) == ["Fleet Data"]
+    assert labels(teams, _named(teams, "How many vehicles does the Fleet have?").named) == ["Fleet"]
+
+
+def test_only_runs_written_as_names_are_read() -> None:
+    # Runs open where a name opens: at a capital or a digit (the question's first word, "Calendar"
+    # and "2", not "TB" inside "2 TB" nor "Wolf" inside "Never Cry Wolf"); they are keyed as the
+    # graph keys concepts (casefolded, without a closing question mark).
+    runs = name_runs("Where is the Calendar squad's 2 TB backup?")
+    assert {w.split()[0] for w in runs} == {"where", "calendar", "2"}
+    assert runs["calendar squad"] == (3, 5) and runs["2 tb backup"] == (5, 8)
+    assert "squad" not in runs and "tb" not in runs
+    assert {w for w in name_runs("Did Never Cry Wolf or Big Hero 6 come out first?") if w.endswith("wolf")} == {
+        "never cry wolf", "did never cry wolf"}
+    # A comma ends a name: the state after the town.
+    assert "west virginia" in name_runs("Which county is Johnnycake, West Virginia in?")

@@ -88,8 +88,8 @@ def _relation(db: psycopg.Connection, question: str, max_hops: int = 3) -> Relat
     target = target_of(question)
     assert target is not None, question
     concepts = concepts_in(db, question)
-    terms = question_terms(db, question, names=labels(db, [n for n, defined in concepts if defined]))
-    return best_relation(db, target, terms, [n for n, _ in concepts], max_hops)
+    terms = question_terms(db, question, names=labels(db, [c.node for c in concepts if c.defined_by]))
+    return best_relation(db, target, terms, [c.node for c in concepts], max_hops)
 
 
 def test_the_chain_to_a_node_of_the_asked_kind_answers(db: psycopg.Connection) -> None:

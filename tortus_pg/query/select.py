@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import psycopg
 
@@ -20,20 +20,22 @@ def select(conn: psycopg.Connection, state: State) -> None:
     among the chunks (`chains.link`)."""
     options = state.options
     state.evidence = select_evidence(state.ranking, state.info, state.hits, state.scores, options.k,
-                                     options.policy.max_tokens)
+                                     options.policy.max_tokens, state.question.defining)
     state.routes = {r.node_id: r for r in state.reached}
     link(conn, state)
 
 
 def select_evidence(
     ranking: Sequence[int], info: dict[int, Chunk], hits: Sequence[Hit], scores: dict[int, float], k: int,
-    max_tokens: int,
+    max_tokens: int, defining: Collection[int] = (),
 ) -> list[Evidence]:
     """The best-ranked chunks that fit the token budget (at least the first, cut to fit), at most
     MAX_PER_SOURCE from one document while others are left (a second document reached through
     the graph is worth more than a fourth section of the first), unless the document is the one
     about an identifier the question names; documents titled with another identifier then come
-    after the other search hits."""
+    after the other search hits. The best-ranked chunk `defining` a thing the question names
+    follows the best search hit: it is what the corpus says the thing is (a team page's opening
+    with its lead, a clause), whichever section of its document matched the words best."""
     seeds = {h.node_id: h for h in hits}
     ordered = [n for n in ranking if n in info]
     # The document headed by an identifier the question names is about it: no cap on its chunks.
@@ -53,7 +55,8 @@ def select_evidence(
     # The walk's best chunks from other documents get the last WALK_SLOTS places: the second hop
     # an answer needs is often a section that mentions the bridge concept rather than the
     # document defining it.
-    head = searched[: max(k - WALK_SLOTS, 1)]
+    own = [n for n in ordered if n in defining][:1]
+    head = list(dict.fromkeys([*searched[:1], *own, *searched]))[: max(k - WALK_SLOTS, 1)]
     seen = {info[n].uri for n in head}
     walked = sorted((n for n in scores if n in info and info[n].uri not in seen), key=lambda n: (-scores[n], n))
     candidates = list(dict.fromkeys([*head, *walked[:WALK_SLOTS], *first_pass, *ordered]))
