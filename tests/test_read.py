@@ -73,6 +73,19 @@ def test_a_bridge_named_in_the_possessive_leads_to_the_document_about_it() -> No
                           "Ezer Weizman (15 June 1924 – 24 April 2005) was a general."]
 
 
+def test_an_item_titled_with_a_name_the_first_statement_writes_is_about_that_bridge() -> None:
+    # The first statement gives the bridge inside a longer capitalised run ("former Supreme
+    # Leader Kim Sung-ho"); the item titled with the name itself answers, not another mother's.
+    question = "Who was the mother of the father of Ri Chol?"
+    quoted, _ = read(question, [
+        ("Ri Chol", ["Ri Chol is a son of former Supreme Leader Kim Sung-ho."]),
+        ("Pak Ilsan", ["Pak Ilsan's mother, Han Ye-rim, was a teacher."]),
+        ("Kim Sung-ho (politician)", ["Kim Sung-ho's mother, Kang Min-ji, was a teacher."]),
+    ], weights={"mother": 2.0, "father": 2.0, "ri": 1.0, "chol": 1.0})
+    assert quoted[:2] == ["Ri Chol is a son of former Supreme Leader Kim Sung-ho.",
+                          "Kim Sung-ho's mother, Kang Min-ji, was a teacher."]
+
+
 def test_a_sentence_opening_with_the_bridge_is_about_it() -> None:
     question = "What did merchants see during INC-7?"
     quoted, short = read(question, [

@@ -176,15 +176,31 @@ def _from_first(first: int, page: Page, weights: Mapping[str, float], asked: fro
 
 def _about(page: Page, first: int, asked: frozenset[str]) -> np.ndarray:
     """Whether each sentence is about a bridge the first statement names (a name the question
-    does not say): the bridge heads its evidence item (another item's) or opens the sentence."""
+    does not say): the bridge heads its evidence item (another item's) or opens the sentence,
+    or the item's title is written in the first statement, whatever the first puts around it
+    ("a son of former Supreme Leader Kim Jong-il" names the item titled "Kim Jong-il")."""
     sentences = page.sentences
-    named = {x.casefold() for x in names_in(sentences[first].text) if not _said(x, asked)}
-    if not named:
-        return np.zeros(len(sentences))
-    pattern = re.compile("|".join(rf"(?<!\w){re.escape(b)}(?!\w)" for b in sorted(named)))
-    return np.array([j != first and (
-        (s.evidence != sentences[first].evidence and pattern.search(page.labels[s.evidence].casefold()) is not None)
-        or pattern.search(_opening(s.text)) is not None) for j, s in enumerate(sentences)], dtype=float)
+    text = sentences[first].text
+    named = {x.casefold() for x in names_in(text) if not _said(x, asked)}
+    pattern = re.compile("|".join(rf"(?<!\w){re.escape(b)}(?!\w)" for b in sorted(named))) if named else None
+    titled = {i for i, label in enumerate(page.labels) if _titles(label, text, asked)}
+
+    def about(j: int, s: Sentence) -> bool:
+        other = s.evidence != sentences[first].evidence
+        heads = pattern is not None and pattern.search(page.labels[s.evidence].casefold()) is not None
+        opens = pattern is not None and pattern.search(_opening(s.text)) is not None
+        return j != first and ((other and (heads or s.evidence in titled)) or opens)
+
+    return np.array([about(j, s) for j, s in enumerate(sentences)], dtype=float)
+
+
+def _titles(label: str, text: str, asked: frozenset[str]) -> bool:
+    """Whether `text` writes the title of the item labelled `label` (its heading path's first
+    part, without a closing parenthesis: "Planet of the Apes" for "Planet of the Apes (2001
+    film)"), as written, and the question does not say it."""
+    title = re.sub(r"\s*\([^)]*\)$", "", label.split(" > ")[0]).strip()
+    written = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text) is not None
+    return written and len(title) > 2 and not _said(title, asked)
 
 
 def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None, asked: frozenset[str],
