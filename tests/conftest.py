@@ -20,8 +20,11 @@ import pytest
 from docker_engine import docker_engine
 from psycopg import sql
 
-from tortus_pg import embedded, migrate
-from tortus_pg.db import connect
+from tortus_pg import embedded, migrate, tenants
+from tortus_pg.db import connect, tenant_scope
+from tortus_pg.embed import HashEmbedder
+from tortus_pg.ingest import pipeline, sources
+from tortus_pg.ingest.pipeline import IngestOptions
 
 MAIN_DB = "tortus_test"
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,6 +149,25 @@ def fresh_db(pg_server: Server) -> Iterator[Callable[..., str]]:
     yield make
     for name in made:
         pg_server.drop_database(name)
+
+
+@pytest.fixture
+def corpus(
+    request: pytest.FixtureRequest, fresh_db: Callable[..., str], tmp_path: Path
+) -> Iterator[psycopg.Connection]:
+    """A database of the test's own holding tenant "t" with the files `request.param` (name ->
+    text, given by indirect parametrization) ingested with the hash embedder; the connection is
+    scoped to that tenant."""
+    url = fresh_db()
+    migrate.upgrade(url)
+    for name, text in request.param.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with connect(url) as conn:
+        tenants.create_tenant(conn, "t")
+        conn.commit()
+        pipeline.ingest(conn, "t", sources.resolve([str(tmp_path)], None), HashEmbedder(384), IngestOptions())
+        with tenant_scope(conn, "t"):
+            yield conn
 
 
 @pytest.fixture

@@ -9,11 +9,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from tortus_pg import migrate, tenants
-from tortus_pg.db import connect, tenant_scope
-from tortus_pg.embed import HashEmbedder
-from tortus_pg.ingest import pipeline, sources
-from tortus_pg.ingest.pipeline import IngestOptions
+from tortus_pg.db import tenant_scope
 from tortus_pg.policy import TraversalPolicy
 from tortus_pg.query.clock import Clock
 from tortus_pg.query.question import Question, analyse, labels, name_runs
@@ -29,20 +25,6 @@ TEAMS = {
     "fleet.md": "# Fleet\n\nThe fleet has 3,400 vehicles across the United Kingdom.\n",
     "fleet-data.md": "# Fleet Data\n\nThe team is run by Bartosz Wierzbicki.\n",
 }
-
-
-@pytest.fixture
-def teams(fresh_db, tmp_path: Path) -> Iterator[psycopg.Connection]:  # type: ignore[no-untyped-def]
-    url = fresh_db()
-    migrate.upgrade(url)
-    for name, text in TEAMS.items():
-        (tmp_path / name).write_text(text)
-    with connect(url) as conn:
-        tenants.create_tenant(conn, "t")
-        conn.commit()
-        pipeline.ingest(conn, "t", sources.resolve([str(tmp_path)], None), HashEmbedder(384), IngestOptions())
-        with tenant_scope(conn, "t"):
-            yield conn
 
 
 @pytest.fixture
@@ -94,20 +76,22 @@ def _named(conn: psycopg.Connection, text: str) -> Question:
     return q
 
 
-def test_a_documented_thing_is_named_as_its_title_is_written(teams: psycopg.Connection) -> None:
+@pytest.mark.parametrize("corpus", [TEAMS], indirect=True)
+def test_a_documented_thing_is_named_as_its_title_is_written(corpus: psycopg.Connection) -> None:
     # The extractor reads "Calendar" alone from the question; the graph has a document titled
     # "Calendar squad", and the chunk that defines it (the page's opening, with its lead).
-    q = _named(teams, "Who heads up the Calendar squad?")
-    assert labels(teams, q.named) == ["Calendar squad"]
-    opening = teams.execute("select node_id from tortus.node where kind = 'chunk' and text like %s",
+    q = _named(corpus, "Who heads up the Calendar squad?")
+    assert labels(corpus, q.named) == ["Calendar squad"]
+    opening = corpus.execute("select node_id from tortus.node where kind = 'chunk' and text like %s",
                             ["%Squad lead%"]).fetchone()
     assert opening is not None and q.defining == (opening[0],)
     assert q.terms is not None and set(q.terms.names) == {"Calendar squad"}
 
 
-def test_of_names_one_inside_another_the_longest_is_named(teams: psycopg.Connection) -> None:
-    assert labels(teams, _named(teams, "Who runs the Fleet Data group?").named) == ["Fleet Data"]
-    assert labels(teams, _named(teams, "How many vehicles does the Fleet have?").named) == ["Fleet"]
+@pytest.mark.parametrize("corpus", [TEAMS], indirect=True)
+def test_of_names_one_inside_another_the_longest_is_named(corpus: psycopg.Connection) -> None:
+    assert labels(corpus, _named(corpus, "Who runs the Fleet Data group?").named) == ["Fleet Data"]
+    assert labels(corpus, _named(corpus, "How many vehicles does the Fleet have?").named) == ["Fleet"]
 
 
 def test_only_runs_written_as_names_are_read() -> None:
