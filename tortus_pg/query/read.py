@@ -199,8 +199,9 @@ def _titles(label: str, text: str, asked: frozenset[str]) -> bool:
     part, without a closing parenthesis: "Planet of the Apes" for "Planet of the Apes (2001
     film)"), as written, and the question does not say it."""
     title = re.sub(r"\s*\([^)]*\)$", "", label.split(" > ")[0]).strip()
-    written = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text) is not None
-    return written and len(title) > 2 and not _said(title, asked)
+    if len(title) < 3 or _said(title, asked):
+        return False
+    return re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text) is not None
 
 
 def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None, asked: frozenset[str],
