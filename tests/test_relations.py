@@ -3,15 +3,11 @@ chain `best_relation` picks to answer a "Which team / system / decision …" que
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
-from tortus_pg import migrate, tenants
-from tortus_pg.db import connect, tenant_scope
-from tortus_pg.embed import HashEmbedder
-from tortus_pg.ingest import pipeline, sources
+from tortus_pg.db import tenant_scope
 from tortus_pg.query.question import concepts_in, labels
 from tortus_pg.query.terms import question_terms
 from tortus_pg.relations import Relation, Target, best_relation, matches, target_of
@@ -127,19 +123,11 @@ ALIASED = {
 }
 
 
-def test_a_chain_ending_on_an_alias_reaches_nothing_new(fresh_db: Any, tmp_path: Path) -> None:
-    url = fresh_db()
-    migrate.upgrade(url)
-    for name, text in ALIASED.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    with connect(url) as conn:
-        tenants.create_tenant(conn, "t")
-        conn.commit()
-        pipeline.ingest(conn, "t", sources.resolve([str(tmp_path)], None), HashEmbedder(dim=384))
-        with tenant_scope(conn, "t"):
-            types = {r[0] for r in conn.execute("select type from tortus.edge").fetchall()}
-            assert {"same_as", "owned_by"} <= types  # ingest states the alias and the owner
-            # "Which system is Wayfinder?" would end on its other name, Van Planner: no answer.
-            assert _relation(conn, "Which system is Wayfinder known as?") is None
-            owner = _relation(conn, "Which team owns Wayfinder?")
-            assert owner is not None and owner.labels[-1] == "Routing Team"
+@pytest.mark.parametrize("corpus", [ALIASED], indirect=True)
+def test_a_chain_ending_on_an_alias_reaches_nothing_new(corpus: psycopg.Connection) -> None:
+    types = {r[0] for r in corpus.execute("select type from tortus.edge").fetchall()}
+    assert {"same_as", "owned_by"} <= types  # ingest states the alias and the owner
+    # "Which system is Wayfinder?" would end on its other name, Van Planner: no answer.
+    assert _relation(corpus, "Which system is Wayfinder known as?") is None
+    owner = _relation(corpus, "Which team owns Wayfinder?")
+    assert owner is not None and owner.labels[-1] == "Routing Team"
