@@ -131,3 +131,21 @@ def test_a_chain_ending_on_an_alias_reaches_nothing_new(corpus: psycopg.Connecti
     assert _relation(corpus, "Which system is Wayfinder known as?") is None
     owner = _relation(corpus, "Which team owns Wayfinder?")
     assert owner is not None and owner.labels[-1] == "Routing Team"
+
+
+KINDS = {
+    "route-planner.md": "# Route Planner\n\nRoute Planner builds the daily plans of the van fleet.\n"
+                        "Route Planner relies on kestrel-3 for its orders.\n"
+                        "Route Planner depends on Mapgrid for road distances between depots.\n",
+    "kestrel-3.md": "# kestrel-3\n\nkestrel-3 is the PostgreSQL cluster that holds the routing data.\n",
+}
+
+
+@pytest.mark.parametrize("corpus", [KINDS], indirect=True)
+def test_a_system_answer_is_a_thing_the_sources_call_one(corpus: psycopg.Connection) -> None:
+    # A provider no source calls a system, service, cluster … answers no "Which system" question,
+    # however well the edge to it covers the question's words.
+    assert _relation(corpus, "Which system does Route Planner depend on for road distances between depots?") is None
+    # The cluster's own page says what it is.
+    cluster = _relation(corpus, "Which database cluster does Route Planner rely on for its orders?")
+    assert cluster is not None and cluster.labels == ["Route Planner", "kestrel-3"]

@@ -120,8 +120,9 @@ join lateral (select * from tortus.evidence_span x
 join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
 where e.tenant_id = tortus.current_tenant() and e.edge_id = any(%s::bigint[])
 """
-# A node's label and kind, and the title of the document about it: its defining chunk's heading,
-# or for an identifier the title of the document it heads ("ADR-011: Move Postgres Cluster A …").
+# A node's label and kind, the title of the document about it (its defining chunk's heading, or
+# for an identifier the title of the document it heads: "ADR-011: Move Postgres Cluster A …"),
+# and whether a chunk defining it says one of `kind`'s nouns ("Key Vault … Service handbook").
 _NODES = """
 select n.node_id, n.label, n.kind,
        coalesce((select split_part(c.label, ' > ', 1) from tortus.edge d
@@ -131,10 +132,17 @@ select n.node_id, n.label, n.kind,
                 (select s.metadata ->> 'title' from tortus.source s
                  where s.tenant_id = n.tenant_id and s.metadata ->> 'title' like n.label || ': %%'
                    and cardinality(tortus.identifier_lexemes(n.label)) > 0
-                 order by s.source_id limit 1))
+                 order by s.source_id limit 1)),
+       exists (select 1 from tortus.edge d
+               join tortus.node c on c.tenant_id = d.tenant_id and c.node_id = d.src
+               where d.tenant_id = n.tenant_id and d.dst = n.node_id and d.type = 'defines'
+                 and c.tsv @@ to_tsquery(%(cfg)s::regconfig, %(kind)s))
 from tortus.node n
-where n.tenant_id = tortus.current_tenant() and n.node_id = any(%s::bigint[])
+where n.tenant_id = tortus.current_tenant() and n.node_id = any(%(ids)s::bigint[])
 """
+# The nouns naming a thing of each kind a node's label does not settle ("Which system …" is not
+# answered by a map provider no source calls a system, service, cluster …).
+_NOUNS = {"system": re.findall(r"(\w+)s\?", _KINDS["system"])}
 
 
 # Where a document title stands in its source, and the chunk holding it.
@@ -155,6 +163,13 @@ limit 1
 """
 
 
+def _nodes(conn: psycopg.Connection, ids: list[int], nouns: Sequence[str],
+           ts_config: str) -> dict[int, tuple[str, str, str | None, bool]]:
+    """Each node's label, kind, document title and whether a chunk defining it says one of `nouns`."""
+    rows = conn.execute(_NODES, {"ids": ids, "cfg": ts_config, "kind": " | ".join(nouns) or None}).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
 def typed_edges(conn: psycopg.Connection, ids: Sequence[int]) -> dict[int, Hop]:
     """The typed edges `ids` (of the current tenant), each quoting its first evidence span."""
     return {h.edge_id: h for h in (Hop(*row) for row in conn.execute(_EDGES, [list(ids)]).fetchall())}
@@ -171,7 +186,9 @@ def best_relation(
 ) -> Relation | None:
     """The chain of typed edges, at most `max_hops` long, from a node the question names
     (`seeds`) to a node of the kind it asks for (`target`) that covers the question best; None
-    when no chain covers enough of it.
+    when no chain covers enough of it. A system's kind is not in its name ("kestrel-3"), so the
+    chain's end must be called one (a system, a service, a cluster …) by its label, its
+    document's title, the span stating the last edge or a chunk defining it.
 
     A chain covers the words of its spans and of its nodes' labels and document titles, and the
     words asking for the kind ("architecture decision record"), which its end node answers; not
@@ -183,20 +200,22 @@ def best_relation(
     paths = conn.execute(_PATHS, [list(seeds), max_hops]).fetchall()
     if not paths:
         return None
-    nodes = {r[0]: r[1:] for r in conn.execute(_NODES, [list({n for p, _, _ in paths for n in p})]).fetchall()}
+    nouns = _NOUNS.get(target.kind, [])
+    nodes = _nodes(conn, list({n for p, _, _ in paths for n in p}), nouns, ts_config)
     ends = [(p, e, d) for p, e, d in paths
             if p[-1] not in seeds and p[-1] in nodes and matches(target.kind, nodes[p[-1]][1], nodes[p[-1]][0])]
     if not ends:
         return None
     hops = typed_edges(conn, list({x for _, e, _ in ends for x in e}))
-    node_texts = {n: f"{label} {title or ''}" for n, (label, _, title) in nodes.items()}
-    texts = list(dict.fromkeys([target.phrase, *node_texts.values(), *(label for label, _, _ in nodes.values()),
-                                *(h.text for h in hops.values())]))
+    node_texts = {n: f"{label} {title or ''}" for n, (label, _, title, _) in nodes.items()}
+    texts = list(dict.fromkeys([target.phrase, " ".join(nouns), *node_texts.values(),
+                                *(label for label, _, _, _ in nodes.values()), *(h.text for h in hops.values())]))
     found = dict(zip(texts, lexemes(conn, texts, ts_config), strict=True))
     required = set(terms.identifiers).union(*terms.names.values())
     best: tuple[tuple[float, int, float], Relation, str | None] | None = None
     for path, edges, directions in ends:
-        if not all(e in hops for e in edges):
+        if not all(e in hops for e in edges) or not _called(
+                found[" ".join(nouns)], found[node_texts[path[-1]]] | found[hops[edges[-1]].text], nodes[path[-1]][3]):
             continue
         named_end = found[nodes[path[-1]][0]]
         before_end = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]))
@@ -220,6 +239,13 @@ def best_relation(
         return None
     _, relation, title = best
     return replace(relation, title=_title(conn, title)) if title else relation
+
+
+def _called(nouns: set[str], said: set[str], defined_as: bool) -> bool:
+    """Whether the end of a chain is called a thing of the asked kind: one of the kind's `nouns`
+    (none: its label settles the kind) in its label, its document's title or the span stating
+    the last edge (`said`), or in a chunk defining it (`defined_as`)."""
+    return not nouns or defined_as or bool(nouns & said)
 
 
 def answer(
