@@ -32,9 +32,10 @@ _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand"
     "|million|billion|dozen|half|several|single|once|twice"
 )
-# A number standing alone ("30 days", "1984", "16:30", "1980s"), not a digit inside an identifier
-# ("ADR-011", "E-1042", "v4.2"), which names a thing rather than gives an amount or a time.
-_NUMBER = r"(?<![\w.-])\d[\d.,:/]*(?:s|st|nd|rd|th)?(?![A-Za-z])"
+# A number standing alone ("30 days", "1984", "16:30", "1980s") or an ISO 8601 date ("2024-05-20"),
+# not a digit inside an identifier ("ADR-011", "E-1042", "v4.2"), which names a thing rather than
+# gives an amount or a time.
+_NUMBER = r"(?<![\w.-])(?:\d{4}-\d{2}-\d{2}\b|\d[\d.,:/]*(?:s|st|nd|rd|th)?)(?![A-Za-z])"
 _CURRENCIES = (
     r"[$€£¥₹]|\b(?:dollars?|euros?|pounds?|pence|cents?|yen|francs?|rupees?|USD|EUR|GBP|JPY|CHF|free of charge)\b"
 )
