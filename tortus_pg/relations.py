@@ -11,7 +11,7 @@ question names and cover at least `synth.SUPPORTED` of it, or there is no relati
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -120,9 +120,8 @@ join lateral (select * from tortus.evidence_span x
 join tortus.source s on s.tenant_id = sp.tenant_id and s.source_id = sp.source_id
 where e.tenant_id = tortus.current_tenant() and e.edge_id = any(%s::bigint[])
 """
-# A node's label and kind, the title of the document about it (its defining chunk's heading, or
-# for an identifier the title of the document it heads: "ADR-011: Move Postgres Cluster A …"),
-# and whether a chunk defining it says one of `kind`'s nouns ("Key Vault … Service handbook").
+# A node's label and kind, and the title of the document about it: its defining chunk's heading,
+# or for an identifier the title of the document it heads ("ADR-011: Move Postgres Cluster A …").
 _NODES = """
 select n.node_id, n.label, n.kind,
        coalesce((select split_part(c.label, ' > ', 1) from tortus.edge d
@@ -132,13 +131,16 @@ select n.node_id, n.label, n.kind,
                 (select s.metadata ->> 'title' from tortus.source s
                  where s.tenant_id = n.tenant_id and s.metadata ->> 'title' like n.label || ': %%'
                    and cardinality(tortus.identifier_lexemes(n.label)) > 0
-                 order by s.source_id limit 1)),
-       exists (select 1 from tortus.edge d
-               join tortus.node c on c.tenant_id = d.tenant_id and c.node_id = d.src
-               where d.tenant_id = n.tenant_id and d.dst = n.node_id and d.type = 'defines'
-                 and c.tsv @@ to_tsquery(%(cfg)s::regconfig, %(kind)s))
+                 order by s.source_id limit 1))
 from tortus.node n
-where n.tenant_id = tortus.current_tenant() and n.node_id = any(%(ids)s::bigint[])
+where n.tenant_id = tortus.current_tenant() and n.node_id = any(%s::bigint[])
+"""
+# The nodes a chunk defining them calls by one of a kind's nouns ("Key Vault … Service handbook").
+_CALLED = """
+with q as materialized (select to_tsquery(%(cfg)s::regconfig, %(nouns)s) as q)
+select n.id from unnest(%(ids)s::bigint[]) n(id), q
+where exists (select 1 from tortus.edge d join tortus.node c on c.tenant_id = d.tenant_id and c.node_id = d.src
+              where d.tenant_id = tortus.current_tenant() and d.dst = n.id and d.type = 'defines' and c.tsv @@ q.q)
 """
 # The nouns naming a thing of each kind a node's label does not settle ("Which system …" is not
 # answered by a map provider no source calls a system, service, cluster …).
@@ -161,13 +163,6 @@ where s.tenant_id = tortus.current_tenant() and s.metadata ->> 'title' = %(title
 order by s.source_id
 limit 1
 """
-
-
-def _nodes(conn: psycopg.Connection, ids: list[int], nouns: Sequence[str],
-           ts_config: str) -> dict[int, tuple[str, str, str | None, bool]]:
-    """Each node's label, kind, document title and whether a chunk defining it says one of `nouns`."""
-    rows = conn.execute(_NODES, {"ids": ids, "cfg": ts_config, "kind": " | ".join(nouns) or None}).fetchall()
-    return {r[0]: r[1:] for r in rows}
 
 
 def typed_edges(conn: psycopg.Connection, ids: Sequence[int]) -> dict[int, Hop]:
@@ -200,23 +195,22 @@ def best_relation(
     paths = conn.execute(_PATHS, [list(seeds), max_hops]).fetchall()
     if not paths:
         return None
-    nouns = _NOUNS.get(target.kind, [])
-    nodes = _nodes(conn, list({n for p, _, _ in paths for n in p}), nouns, ts_config)
+    nodes = {r[0]: r[1:] for r in conn.execute(_NODES, [list({n for p, _, _ in paths for n in p})]).fetchall()}
     ends = [(p, e, d) for p, e, d in paths
             if p[-1] not in seeds and p[-1] in nodes and matches(target.kind, nodes[p[-1]][1], nodes[p[-1]][0])]
     if not ends:
         return None
     hops = typed_edges(conn, list({x for _, e, _ in ends for x in e}))
-    node_texts = {n: f"{label} {title or ''}" for n, (label, _, title, _) in nodes.items()}
-    texts = list(dict.fromkeys([target.phrase, " ".join(nouns), *node_texts.values(),
-                                *(label for label, _, _, _ in nodes.values()), *(h.text for h in hops.values())]))
+    node_texts = {n: f"{label} {title or ''}" for n, (label, _, title) in nodes.items()}
+    nouns = " ".join(_NOUNS.get(target.kind, []))
+    texts = list(dict.fromkeys([target.phrase, nouns, *node_texts.values(), *(label for label, _, _ in nodes.values()),
+                                *(h.text for h in hops.values())]))
     found = dict(zip(texts, lexemes(conn, texts, ts_config), strict=True))
+    ends = _called(conn, [x for x in ends if all(e in hops for e in x[1])], nouns, found, ts_config,
+                   lambda path, edges: found[node_texts[path[-1]]] | found[hops[edges[-1]].text])
     required = set(terms.identifiers).union(*terms.names.values())
     best: tuple[tuple[float, int, float], Relation, str | None] | None = None
     for path, edges, directions in ends:
-        if not all(e in hops for e in edges) or not _called(
-                found[" ".join(nouns)], found[node_texts[path[-1]]] | found[hops[edges[-1]].text], nodes[path[-1]][3]):
-            continue
         named_end = found[nodes[path[-1]][0]]
         before_end = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]))
         spans = set().union(*(found[hops[e].text] for e in edges))
@@ -241,11 +235,17 @@ def best_relation(
     return replace(relation, title=_title(conn, title)) if title else relation
 
 
-def _called(nouns: set[str], said: set[str], defined_as: bool) -> bool:
-    """Whether the end of a chain is called a thing of the asked kind: one of the kind's `nouns`
-    (none: its label settles the kind) in its label, its document's title or the span stating
-    the last edge (`said`), or in a chunk defining it (`defined_as`)."""
-    return not nouns or defined_as or bool(nouns & said)
+def _called(conn: psycopg.Connection, ends: list[Any], nouns: str, found: dict[str, set[str]], ts_config: str,
+            said: Callable[[Sequence[int], Sequence[int]], set[str]]) -> list[Any]:
+    """The chains (path, edges, directions) whose end is called a thing of the asked kind: one
+    of the kind's `nouns` (none: its label settles the kind) said of it (`said`: its label, its
+    document's title and the span stating the last edge) or in a chunk defining it."""
+    if not nouns:
+        return ends
+    unsaid = {p[-1] for p, e, _ in ends if not found[nouns] & said(p, e)}
+    called = {r[0] for r in conn.execute(_CALLED, {"ids": list(unsaid), "cfg": ts_config,
+                                                   "nouns": " | ".join(nouns.split())}).fetchall()} if unsaid else set()
+    return [(p, e, d) for p, e, d in ends if p[-1] in called or found[nouns] & said(p, e)]
 
 
 def answer(
