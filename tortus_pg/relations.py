@@ -242,10 +242,11 @@ def _called(conn: psycopg.Connection, ends: list[Any], nouns: str, found: dict[s
     document's title and the span stating the last edge) or in a chunk defining it."""
     if not nouns:
         return ends
-    unsaid = {p[-1] for p, e, _ in ends if not found[nouns] & said(p, e)}
+    says = [bool(found[nouns] & said(p, e)) for p, e, _ in ends]
+    unsaid = {end[0][-1] for end, s in zip(ends, says, strict=True) if not s}
     called = {r[0] for r in conn.execute(_CALLED, {"ids": list(unsaid), "cfg": ts_config,
                                                    "nouns": " | ".join(nouns.split())}).fetchall()} if unsaid else set()
-    return [(p, e, d) for p, e, d in ends if p[-1] in called or found[nouns] & said(p, e)]
+    return [end for end, s in zip(ends, says, strict=True) if s or end[0][-1] in called]
 
 
 def answer(
