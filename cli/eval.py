@@ -120,7 +120,8 @@ def _twin_curves(evaluation: runner.EvalRun, twin_run: runner.EvalRun) -> dict[s
             table.add_row(f"{p.threshold:.2f}", f"{p.answered_when_answerable:.3f}", f"{p.answer_match:.3f}",
                           f"{p.withheld_when_unanswerable:.3f}")
         console.print(table)
-    questions = [{"id": r.question_id, "strategy": r.strategy, "metrics": r.metrics} for r in twin_run.results]
+    questions = [{"id": r.question_id, "strategy": r.strategy, "metrics": r.metrics, **r.replied()}
+                 for r in twin_run.results]
     return {"run_id": twin_run.run_id, "dataset": twin_run.dataset.name, "abstention_curve": curves,
             "questions": questions}
 

@@ -315,6 +315,8 @@ eval_result = sa.Table(
     sa.Column("metrics", JSONB, nullable=False),
     sa.Column("retrieved", JSONB, nullable=False),
     sa.Column("latency_ms", DOUBLE_PRECISION),
+    sa.Column("question", Text),
+    sa.Column("reply", JSONB),
     sa.PrimaryKeyConstraint("tenant_id", "run_id", "question_id", "strategy"),
     _fk(["tenant_id", "run_id"], "eval_run", ["tenant_id", "run_id"]),
 )

@@ -369,6 +369,9 @@ def test_cli_eval_with_twins_prints_and_writes_the_abstention_curve(url: str, tm
     answered = [p["answered_when_answerable"] for p in curve["tortus"]]
     assert withheld == sorted(withheld) and answered == sorted(answered, reverse=True)
     assert {t["id"] for t in doc["twins"]["questions"]} == {q["id"] for q in QUESTIONS}
+    for twin in doc["twins"]["questions"]:  # what was said over the snapshot without the gold, for tortus only
+        assert ("reply" in twin) == (twin["strategy"] == "tortus")
+        assert "reply" not in twin or twin["reply"]["withheld"] == bool(twin["metrics"]["withheld"])
     shown = CliRunner().invoke(app, ["--workspace", str(tmp_path), "report", "--eval-json", str(out), "--out",
                                      str(tmp_path / "report")], env={"TORTUS_DATABASE_URL": url})
     assert shown.exit_code == 0, shown.output
@@ -386,6 +389,44 @@ def test_the_engine_reports_how_many_of_its_path_hops_stay_inside_a_torus_shard(
         hops, crossings = sum(m["path_hops"] for m in rows), sum(m["shard_crossings"] for m in rows)
         assert hops > 0 and 0 <= crossings <= hops
         assert doc["strategies"][name]["shard_affinity"] == pytest.approx(1 - crossings / hops, abs=1e-4)
+
+
+def test_a_run_keeps_what_the_engine_replied_for_sql_and_json(db: psycopg.Connection, dataset: Dataset) -> None:
+    tenant, ctx = prepared(db, dataset)
+
+    def stop_after_three(done: int, total: int) -> None:
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(db, dataset, ["bm25", "tortus"], tenant=tenant, context=ctx, on_progress=stop_after_three)
+    with tenant_scope(db, tenant):
+        (run_id,) = db.execute("select run_id from tortus.eval_run").fetchone() or (0,)
+    evaluation = runner.run(db, dataset, None, tenant=tenant, context=ctx, resume_run_id=run_id)
+    doc = runner.document(evaluation)  # three replies read back from the rows, two asked on resuming
+    replies = {q["id"]: q["results"]["tortus"]["reply"] for q in doc["questions"]}
+    assert all("reply" not in q["results"]["bm25"] for q in doc["questions"])  # bm25 only retrieves
+    assert list(replies) == ["q1", "q2", "q3", "q4", "q5"]
+    for q in doc["questions"]:
+        reply, metrics = replies[q["id"]], q["results"]["tortus"]["metrics"]
+        assert reply["withheld"] == bool(metrics["withheld"])
+        assert (reply["answer"] is None) == reply["withheld"] and (reply["refusal"] is None) != reply["withheld"]
+        assert reply["short_answer"] is None or reply["short_answer"] in reply["answer"]
+    assert "Quintella Marsh" in replies["q1"]["answer"]  # the one-hop question is answered
+    with tenant_scope(db, tenant, role="analyst"):
+        rows = db.execute("select question_id, question, strategy, withheld, refusal, answer, answer_match "
+                          "from tortus.eval_reply where run_id = %s order by question_id", [run_id]).fetchall()
+    asked = {q["id"]: q["question"] for q in QUESTIONS}
+    assert [(r[0], r[1], r[2]) for r in rows] == [(i, asked[i], "tortus") for i in asked]
+    for question_id, _, _, withheld, refusal, answer, match in rows:
+        reply = replies[question_id]
+        assert (withheld, refusal, answer) == (reply["withheld"], reply["refusal"], reply["answer"])
+        assert match == doc["questions"][int(question_id[1:]) - 1]["results"]["tortus"]["metrics"].get("answer_match")
+    with connect(db.info.dsn) as other:  # another tenant reads none of them
+        other.execute("insert into tortus.tenant (tenant_id, name) values ('other', 'other')")
+        with tenant_scope(other, "other", role="analyst"):
+            assert other.execute("select count(*) from tortus.eval_reply").fetchone() == (0,)
+        other.rollback()
 
 
 def test_trec_files_score_as_the_report_does_in_ir_measures(url: str, tmp_path: Path) -> None:

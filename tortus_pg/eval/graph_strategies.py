@@ -93,7 +93,8 @@ class Tortus(Hybrid):
         seeds = source_ids(conn, [s["node_id"] for s in d.get("seeds", [])], prefix)
         return StrategyResult(source_ids(conn, result.ranking, prefix)[:k], diagnostics, seed_ids=seeds,
                               withheld=result.withheld, answer=result.answer, short_answer=result.short_answer,
-                              confidence=result.confidence, draft=d.get("draft"))
+                              confidence=result.confidence, draft=d.get("draft"),
+                              refusal=result.refusal.name if result.refusal else None)
 
     def prepared_layout(self, conn: psycopg.Connection) -> str | None:
         """The layout to walk with, stored for this snapshot on first use."""

@@ -2,8 +2,9 @@
 
 `prepare` ingests the corpus into a tenant of its own (once per corpus and embedder); `run`
 asks every strategy every question and writes one tortus.eval_result row per (question,
-strategy), committing after each question, so an interrupted run loses nothing and
-`resume_run_id` continues it. Both commit as they go: pass an idle connection.
+strategy), with the question's text and, for strategies that answer, their reply. It commits
+after each question, so an interrupted run loses nothing and `resume_run_id` continues it.
+Both commit as they go: pass an idle connection.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tortus_pg.errors import InvalidInput, TortusError
 from tortus_pg.eval import community, graph_strategies  # noqa: F401  (register community_summary, graph_local, ppr)
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.strategies import Strategy, StrategyContext, StrategyFailed, StrategyResult, build
-from tortus_pg.eval.summary import EvalRun, Result, document, question_metrics, summarize
+from tortus_pg.eval.summary import EvalRun, Reply, Result, document, question_metrics, summarize
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.corpus import ingest_passages, read_passages
@@ -164,10 +165,12 @@ _INSERT_RUN = (
     "values (tortus.current_tenant(), %(dataset)s, %(config)s) returning run_id"
 )
 _INSERT_RESULT = (
-    "insert into tortus.eval_result (tenant_id, run_id, question_id, strategy, metrics, retrieved, latency_ms) "
-    "values (tortus.current_tenant(), %(run)s, %(q)s, %(s)s, %(m)s, %(r)s, %(ms)s)"
+    "insert into tortus.eval_result"
+    " (tenant_id, run_id, question_id, strategy, metrics, retrieved, latency_ms, question, reply) "
+    "values (tortus.current_tenant(), %(run)s, %(q)s, %(s)s, %(m)s, %(r)s, %(ms)s, %(text)s, %(reply)s)"
 )
-_RESULTS = "select question_id, strategy, metrics, retrieved, latency_ms from tortus.eval_result where run_id = %s"
+_RESULTS = ("select question_id, strategy, metrics, retrieved, latency_ms, reply from tortus.eval_result"
+            " where run_id = %s")
 
 
 def _load(conn: psycopg.Connection, run_id: int, dataset: Dataset) -> tuple[dict[str, Any], list[Result]]:
@@ -176,7 +179,8 @@ def _load(conn: psycopg.Connection, run_id: int, dataset: Dataset) -> tuple[dict
         raise InvalidInput(f"no evaluation run {run_id} for dataset {dataset.name!r}")
     if row[0] != dataset.name:
         raise InvalidInput(f"run {run_id} evaluated dataset {row[0]!r}, not {dataset.name!r}")
-    results = [Result(q, s, m, list(r), float(ms or 0.0)) for q, s, m, r, ms in conn.execute(_RESULTS, [run_id])]
+    results = [Result(q, s, m, list(r), float(ms or 0.0), Reply.stored(reply))
+               for q, s, m, r, ms, reply in conn.execute(_RESULTS, [run_id])]
     return dict(row[1]), results
 
 
@@ -204,7 +208,7 @@ def _ask(conn: psycopg.Connection, strategy: Strategy, question: Question, k: in
                                                expected=(question.answer, *question.aliases))
     if error is not None:
         metrics["error"] = error
-    return Result(question.id, strategy.name, metrics, out.ranked_ids, latency_ms)
+    return Result(question.id, strategy.name, metrics, out.ranked_ids, latency_ms, Reply.of(out))
 
 
 def _answer(
@@ -213,7 +217,8 @@ def _answer(
     fresh = [_ask(conn, s, question, k) for s in todo]
     for r in fresh:
         params = {"run": run_id, "q": r.question_id, "s": r.strategy, "m": Jsonb(r.metrics),
-                  "r": Jsonb(r.retrieved), "ms": r.latency_ms}
+                  "r": Jsonb(r.retrieved), "ms": r.latency_ms, "text": question.text,
+                  "reply": Jsonb(r.replied()["reply"]) if r.reply is not None else None}
         conn.execute(_INSERT_RESULT, params)
     return fresh
 

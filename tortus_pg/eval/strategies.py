@@ -58,6 +58,7 @@ class StrategyResult:
     short_answer: str | None = None  # the span of the asked type in the sentence that answers
     confidence: float | None = None  # the answer's support, abstention curves sweep a threshold over it
     draft: str | None = None  # what a withheld answer would have said
+    refusal: str | None = None  # why it was withheld: the name of the engine's `Refusal`
 
 
 @dataclass(frozen=True)

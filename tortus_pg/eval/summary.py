@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,14 +51,50 @@ ABSTENTION = {
 
 
 @dataclass(frozen=True)
+class Reply:
+    """What a strategy that answers replied to one question, kept beside its metrics so a miss can
+    be read without asking again: the answer, its short answer, whether it was withheld and why
+    (the engine's `Refusal` name), and what a withheld answer would have said (its draft)."""
+
+    answer: str | None
+    short_answer: str | None
+    withheld: bool
+    refusal: str | None = None
+    draft: str | None = None
+
+    @classmethod
+    def of(cls, out: StrategyResult) -> Reply | None:
+        """The reply of a strategy's result; None for a strategy that only retrieves."""
+        if out.withheld is None:
+            return None
+        return cls(out.answer, None if out.withheld else out.short_answer, out.withheld, out.refusal,
+                   out.draft if out.withheld else None)
+
+    @classmethod
+    def stored(cls, row: Mapping[str, Any] | None) -> Reply | None:
+        """The reply as `tortus.eval_result.reply` holds it (a JSON object, or null)."""
+        if row is None:
+            return None
+        return cls(row.get("answer"), row.get("short_answer"), bool(row.get("withheld")), row.get("refusal"),
+                   row.get("draft"))
+
+
+@dataclass(frozen=True)
 class Result:
-    """One strategy on one question: metrics (None where undefined), ranked ids, latency."""
+    """One strategy on one question: metrics (None where undefined), ranked ids, latency, and what
+    it replied when it answers."""
 
     question_id: str
     strategy: str
     metrics: dict[str, Any]
     retrieved: list[str]
     latency_ms: float
+    reply: Reply | None = None
+
+    def replied(self) -> dict[str, Any]:
+        """The reply as a question's JSON row holds it: `{"reply": {…}}`, or nothing for a
+        strategy that only retrieves."""
+        return {"reply": asdict(self.reply)} if self.reply is not None else {}
 
 
 @dataclass
@@ -270,11 +306,12 @@ def summarize(run: EvalRun) -> dict[str, Any]:
 
 
 def document(run: EvalRun) -> dict[str, Any]:
-    """The summary plus one row per question with each strategy's metrics, ids and latency."""
+    """The summary plus one row per question with each strategy's metrics, ids, latency and, for
+    the strategies that answer, its reply."""
     by_question: dict[str, dict[str, Any]] = {}
     for r in run.results:
         by_question.setdefault(r.question_id, {})[r.strategy] = {
-            "metrics": r.metrics, "retrieved": r.retrieved, "latency_ms": r.latency_ms
+            "metrics": r.metrics, "retrieved": r.retrieved, "latency_ms": r.latency_ms, **r.replied()
         }
     rows = [
         {"id": q.id, "question": q.text, "type": q.type, "hops": q.hops, "negative": q.is_negative,
