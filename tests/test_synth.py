@@ -3,7 +3,6 @@ checked against the evidence they cite (served by a local OpenAI-compatible serv
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -222,23 +221,6 @@ def test_a_table_row_reads_under_its_column_headers(db: psycopg.Connection) -> N
                              ["Billing Ledger"]), evidence)
     assert quoted(out)[0]["text"] == "| heron-1 | Billing Ledger | 35 days |"
     assert {"recoveri", "window"} <= set(quoted(out)[0]["matched_terms"])  # from the headers
-
-
-def test_rows_a_chunk_opens_with_read_under_the_columns_of_the_table_they_were_cut_from(
-    db: psycopg.Connection,
-) -> None:
-    # The chunk continues a table an earlier chunk heads: its own text has no header row, so the
-    # row says "35 days" of nothing the question asks unless the chunk's columns name it.
-    rows = "| heron-1 | Billing Ledger | 35 days |\n| heron-2 | Finance reporting | 7 days |"
-    prose = "The Billing Ledger cluster was resized in May to hold eight terabytes."
-    question = ask(db, "What recovery window does the cluster of the Billing Ledger have?", ["Billing Ledger"])
-    cut = Evidence(22, "Database inventory", "inventory.md", 400, 400 + len(rows), None, rows, 0.0, "seed",
-                   ("Cluster", "Consumer", "Recovery window"))
-    out = synthesize(db, question, [seed(21, "Database inventory", "inventory.md", prose), cut])
-    assert quoted(out)[0]["text"] == "| heron-1 | Billing Ledger | 35 days |"
-    assert {"recoveri", "window"} <= set(quoted(out)[0]["matched_terms"])  # from the columns
-    bare = synthesize(db, question, [seed(21, "Database inventory", "inventory.md", prose), replace(cut, columns=())])
-    assert not {"recoveri", "window"} & {t for c in quoted(bare) for t in c["matched_terms"]}
 
 
 ORIGINS = [("Ledger Service", "The Ledger Service is a Brevanian payments system run by the Platform Team."),

@@ -51,8 +51,6 @@ class Source(Protocol):
     def page(self) -> int | None: ...
     @property
     def text(self) -> str: ...
-    @property
-    def columns(self) -> tuple[str, ...]: ...
 
 
 @dataclass
@@ -104,7 +102,7 @@ def evidence_sentences(evidence: Sequence[Source]) -> list[Sentence]:
     out = []
     for i, item in enumerate(evidence):
         headings = {" ".join(part.split()).casefold() for part in item.label.split(" > ")}
-        tables = _Tables(item.text, item.columns)
+        tables = _Tables(item.text)
         for start, end in sentence_spans(item.text):
             header = tables.header(start)
             text = item.text[start:end]
@@ -119,13 +117,10 @@ def evidence_sentences(evidence: Sequence[Source]) -> list[Sentence]:
 
 class _Tables:
     """The column headers of the table rows of one text, read in order: a cell means what its
-    column says. The header row is looked up once per table (the rows after it share it); the
-    rows a chunk opens with, cut from a table an earlier chunk heads, have their chunk's
-    `opening` columns."""
+    column says. The header row is looked up once per table (the rows after it share it)."""
 
-    def __init__(self, text: str, opening: tuple[str, ...] = ()) -> None:
+    def __init__(self, text: str) -> None:
         self.text = text
-        self.opening = opening
         self.line = (-2, -2)  # the last table row's line (start, end)
         self.columns: tuple[str, ...] = ()
 
@@ -140,8 +135,7 @@ class _Tables:
             return ()
         if line_start not in (self.line[0], self.line[1] + 1):  # not the same table as the last row
             found = table_header(self.text, line_start)
-            opens = not self.text[:line_start].strip()
-            self.columns = tuple(found) if found else self.opening if opens else ()
+            self.columns = tuple(found) if found else ()
         self.line = (line_start, line_end)
         return self.columns if len(self.columns) == len(cells) else ()
 

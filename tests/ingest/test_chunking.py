@@ -93,20 +93,6 @@ def test_markdown_chunks_carry_their_heading_path() -> None:
     assert "not a heading" in by_path[("Ledger",)]
 
 
-def test_rows_cut_from_their_table_carry_its_column_headers() -> None:
-    rows = "".join(f"| db-{i:02} | PostgreSQL 1{i % 6} | {7 * i} days |\n" for i in range(1, 25))
-    header = "| Datastore | Engine | Backups kept |\n|---|---|---|\n"
-    doc = Document(f"# Inventory\n\nEvery datastore we run.\n\n{header}{rows}\nThe list is reviewed each quarter.\n",
-                   "markdown")
-    chunks = chunk_document(doc, target_chars=200, max_chars=300, min_chars=50)
-    assert_exact(doc, chunks, 300)
-    opening = [c for c in chunks if c.text.startswith("| db-")]
-    assert len(opening) >= 2  # the table spans several chunks
-    assert {c.columns for c in opening} == {("Datastore", "Engine", "Backups kept")}
-    # The chunk holding the header row reads it in its own text; prose chunks have no columns.
-    assert all(c.columns == () for c in chunks if not c.text.startswith("| db-"))
-
-
 def test_html_is_chunked_like_markdown() -> None:
     chunks = chunk_document(Document(SERVICE_DOC, "html"))
     assert ("Payments service", "Dependencies") in {c.headings for c in chunks}

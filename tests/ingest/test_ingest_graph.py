@@ -94,20 +94,6 @@ def test_every_chunk_span_recovers_its_text(db: psycopg.Connection, tmp_path: Pa
     assert ("Key Vault", "Key Vault") in mentions
 
 
-def test_rows_cut_from_their_table_are_found_by_its_column_headers(db: psycopg.Connection, tmp_path: Path) -> None:
-    rows = "".join(f"| db-{i:03} | PostgreSQL 1{i % 6} | {i % 40 + 1} days |\n" for i in range(120))
-    header = "| Datastore | Engine | Backups kept |\n|---|---|---|\n"
-    (tmp_path / "inventory.md").write_text(f"# Inventory\n\n{header}{rows}")
-    assert ingest_dir(db, tmp_path).failed == []
-    with tenant_scope(db, "t"):
-        chunks = db.execute(
-            "select props -> 'columns', tsv @@ to_tsquery('english', 'backups & kept'), text like '%%| Datastore |%%' "
-            "from tortus.node where kind = 'chunk' order by (props ->> 'index')::int").fetchall()
-    assert len(chunks) >= 2 and chunks[0][2]  # the table spans chunks; the first holds its header row
-    assert chunks[0][0] is None and all(cols == ["Datastore", "Engine", "Backups kept"] for cols, _, _ in chunks[1:])
-    assert all(found for _, found, _ in chunks)  # every part of the table is indexed under its columns' words
-
-
 def defining_chunks(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
     """(concept label, defining chunk's text, the edge's evidence text) of every defines edge."""
     with tenant_scope(conn, "t"):

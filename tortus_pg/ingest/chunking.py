@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from tortus_pg.ingest.prose import table_header, table_row
 from tortus_pg.ingest.types import Chunk, Document
 
 Span = tuple[int, int]
@@ -128,19 +127,9 @@ def chunk_document(
             (span, path, None) for span, path in _split_clauses(text, 0, len(text), sizes, clauses)
         ]
     return [
-        Chunk(index=i, start=s, end=e, text=text[s:e], headings=headings, page=page, columns=opening_columns(text, s))
+        Chunk(index=i, start=s, end=e, text=text[s:e], headings=headings, page=page)
         for i, ((s, e), headings, page) in enumerate(pieces)
     ]
-
-
-def opening_columns(text: str, start: int) -> tuple[str, ...]:
-    """The column headers of the table a chunk starting at `start` opens inside: its first line is
-    a table row below the table's header row, which lies before `start`; else empty."""
-    line_end = text.find("\n", start)
-    line_end = len(text) if line_end < 0 else line_end
-    if start == 0 or table_row(text, start, line_end) is None:
-        return ()
-    return tuple(table_header(text, start) or ())
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:

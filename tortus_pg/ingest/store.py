@@ -29,7 +29,7 @@ from tortus_pg.ingest.types import Chunk, Concept, Document, Extraction
 Status = Literal["ingested", "updated", "unchanged"]
 # Raised whenever what ingestion derives from a source changes, so stored evaluation snapshots
 # built by an older version are ingested again rather than reused.
-GRAPH_VERSION = 8
+GRAPH_VERSION = 7
 MENTION_WEIGHT = 0.6
 # The context is indexed this many times: a field weight, as BM25F gives titles and headings.
 HEADING_BOOST = 2
@@ -310,8 +310,7 @@ def _insert_chunks(
             "labels": [" > ".join((title, *map(heading_label, c.headings[-1:]))) for _, title, c in rows],
             "contexts": contexts, "texts": [c.text for _, _, c in rows],
             "vectors": ["[" + ",".join(map(repr, v.tolist())) + "]" for v in vectors],
-            "props": [Jsonb({"index": c.index, "headings": list(c.headings), "page": c.page,
-                             **({"columns": list(c.columns)} if c.columns else {})}) for _, _, c in rows],
+            "props": [Jsonb({"index": c.index, "headings": list(c.headings), "page": c.page}) for _, _, c in rows],
         },
     ).fetchall()
     by_key = {k: int(i) for k, i in inserted}
@@ -355,12 +354,11 @@ def _title(record: SourceRecord) -> str:
 
 
 def chunk_context(title: str, chunk: Chunk) -> str:
-    """Title and heading path not already in the chunk's text, and the header row of a table the
-    chunk opens inside. It is embedded and indexed with the chunk, so a chunk deep in a section
-    still matches the words that name its document and section (a clause's text rarely repeats
-    its own number), and rows cut from their table the words that name their columns."""
+    """Title and heading path not already in the chunk's text. It is embedded and indexed with
+    the chunk, so a chunk deep in a section still matches the words that name its document and
+    section (a clause's text rarely repeats its own number)."""
     lowered = chunk.text.casefold()
-    parts = (title, *map(heading_label, chunk.headings), " | ".join(chunk.columns))
+    parts = (title, *map(heading_label, chunk.headings))
     return " > ".join(p for p in dict.fromkeys(parts) if p and p.casefold() not in lowered)
 
 

@@ -50,9 +50,6 @@ class Chunk:
     text: str
     headings: tuple[str, ...] = ()
     page: int | None = None
-    # The column headers of a table the chunk opens inside: its first rows continue a table
-    # whose header row an earlier chunk holds, and a cell means what its column says.
-    columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

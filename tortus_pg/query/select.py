@@ -83,7 +83,7 @@ def _within_budget(
         origin = "seed" if node_id in seeds else "walk"
         score = seeds[node_id].score if node_id in seeds else scores.get(node_id, 0.0)
         chosen.append(Evidence(node_id, chunk.label, chunk.uri, chunk.start, chunk.start + len(text), chunk.page,
-                               text, score, origin, chunk.columns))
+                               text, score, origin))
         if len(chosen) == k:
             break
     return chosen
