@@ -281,6 +281,31 @@ def test_report_renders_markdown_and_png_plots(db: psycopg.Connection, dataset: 
         assert (tmp_path / "out" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_report_lists_the_replies_that_missed(db: psycopg.Connection, dataset: Dataset, tmp_path: Path) -> None:
+    tenant, ctx = prepared(db, dataset)
+    doc = runner.document(runner.run(db, dataset, ["bm25", "tortus"], tenant=tenant, context=ctx))
+    text = report.render(doc, tmp_path / "out").read_text(encoding="utf-8")
+    assert "missed" in text and "## Replies of `bm25`" not in text  # bm25 does not answer
+    section = text[text.index("## Replies of `tortus` that missed"):]
+    listed = re.findall(r"^\| (q\d): .*? \| (.*?) \| (answered .*?|withheld.*?) \|", section, flags=re.M)
+    by_id = {q["id"]: q for q in doc["questions"]}
+    # q2 asks for "x", which no passage says: whatever the engine replies, it misses.
+    assert "q2" in {i for i, _, _ in listed} and "q1" not in {i for i, _, _ in listed}  # q1 is answered
+    for question_id, expected, miss in listed:
+        q = by_id[question_id]
+        assert expected == (q["answer"] or "(none)")
+        assert miss == report.miss_of(q["negative"], q["results"]["tortus"]["metrics"]).value
+
+
+def test_a_miss_is_told_from_the_metrics_of_the_reply() -> None:
+    miss = report.miss_of
+    assert miss(True, {"withheld": 1.0}) is None and miss(True, {"withheld": 0.0}) is report.Miss.NEGATIVE_ANSWERED
+    assert miss(False, {"withheld": 0.0, "answer_match": 1.0}) is None
+    assert miss(False, {"withheld": 0.0, "answer_match": 0.0}) is report.Miss.ANSWERED_WRONG
+    assert miss(False, {"withheld": 1.0, "reply_match": 1.0}) is report.Miss.DRAFT_WITHHELD
+    assert miss(False, {"withheld": 1.0, "reply_match": 0.0}) is report.Miss.WITHHELD
+
+
 def test_analyst_view_averages_metrics_per_run_within_the_tenant(db: psycopg.Connection, dataset: Dataset) -> None:
     tenant, ctx = prepared(db, dataset)
     evaluation = runner.run(db, dataset, ["bm25", "hybrid"], tenant=tenant, context=ctx)

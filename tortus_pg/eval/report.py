@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,56 @@ def _twin_curves(summary: dict[str, Any], out_dir: Path) -> list[str]:
     return lines
 
 
+class Miss(Enum):
+    """How a reply missed, worst for a reader of the answer first."""
+
+    NEGATIVE_ANSWERED = "answered a question its sources cannot answer"
+    ANSWERED_WRONG = "answered without the expected text"
+    DRAFT_WITHHELD = "withheld, though its draft holds the expected text"
+    WITHHELD = "withheld"
+
+
+MISSES_SHOWN = 40  # per strategy; the JSON rows and `tortus.eval_reply` hold every reply
+
+
+def miss_of(negative: bool, metrics: dict[str, Any]) -> Miss | None:
+    """How a strategy's reply to one question missed, from its metrics; None when it did not."""
+    if negative:
+        return None if metrics.get("withheld") else Miss.NEGATIVE_ANSWERED
+    if metrics.get("withheld"):
+        return Miss.DRAFT_WITHHELD if metrics.get("reply_match") else Miss.WITHHELD
+    return None if metrics.get("answer_match") else Miss.ANSWERED_WRONG
+
+
+def _cell(text: str | None, width: int = 160) -> str:
+    flat = " ".join((text or "").split()).replace("|", "\\|")
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
+
+
+def _misses(summary: dict[str, Any]) -> list[str]:
+    """The replies of each answering strategy that missed, to read: the negatives it answered,
+    the answers without the expected text, the withheld ones (highest support first)."""
+    lines = []
+    for name in summary.get("strategy_order") or list(summary["strategies"]):
+        rows = []
+        for q in summary.get("questions", []):
+            result = q["results"].get(name, {})
+            if "reply" in result and (miss := miss_of(q["negative"], result["metrics"])) is not None:
+                rows.append((miss, q, result))
+        if not rows:
+            continue
+        order = list(Miss)
+        rows.sort(key=lambda r: (order.index(r[0]), -(r[2]["metrics"].get("support") or 0.0)))
+        table = [[f"{q['id']}: {_cell(q['question'], 100)}", _cell(q.get("answer") or "(none)", 40), miss.value,
+                  _f(result["metrics"].get("support"), 2), _cell(result["reply"]["answer"] or result["reply"]["draft"])]
+                 for miss, q, result in rows[:MISSES_SHOWN]]
+        more = len(rows) - MISSES_SHOWN
+        lines += [f"## Replies of `{name}` that missed ({len(rows)})", "",
+                  *_table(["question", "expected", "miss", "support", "reply (or its draft)"], table), "",
+                  *([f"{more} more in the JSON rows and in `tortus.eval_reply`.", ""] if more > 0 else [])]
+    return lines
+
+
 def _plots(done: dict[str, dict[str, Any]], out_dir: Path) -> None:
     fig = Figure(figsize=(6, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -141,7 +192,8 @@ def _plots(done: dict[str, dict[str, Any]], out_dir: Path) -> None:
 
 def render(summary: dict[str, Any], out_dir: Path) -> Path:
     """Write report.md (strategy table, paired differences, per-type breakdown, failure
-    taxonomy) and the PNG plots it links into `out_dir`; return the report's path."""
+    taxonomy, abstention, and the replies that missed when the JSON holds them) and the PNG
+    plots it links into `out_dir`; return the report's path."""
     strategies = summary.get("strategies")
     if not isinstance(strategies, dict) or "taxonomy" not in summary:
         raise InvalidInput("not an evaluation summary: expected the JSON written by `tortus-pg eval`")
@@ -182,6 +234,7 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         "",
         *_abstention(summary, done),
         *_twin_curves(summary, out_dir),
+        *_misses(summary),
         *(["## Plots", "", *(f"![{title}]({name})" for name, title in PLOTS.items()), ""] if done else []),
     ]
     if done:

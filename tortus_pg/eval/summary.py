@@ -315,7 +315,7 @@ def document(run: EvalRun) -> dict[str, Any]:
         }
     rows = [
         {"id": q.id, "question": q.text, "type": q.type, "hops": q.hops, "negative": q.is_negative,
-         "gold": sorted(q.gold), "results": by_question[q.id]}
+         "answer": q.answer, "gold": sorted(q.gold), "results": by_question[q.id]}
         for q in run.dataset.questions if q.id in by_question
     ]
     return {**summarize(run), "questions": rows}
