@@ -286,6 +286,9 @@ def test_report_lists_the_replies_that_missed(db: psycopg.Connection, dataset: D
     doc = runner.document(runner.run(db, dataset, ["bm25", "tortus"], tenant=tenant, context=ctx))
     text = report.render(doc, tmp_path / "out").read_text(encoding="utf-8")
     assert "missed" in text and "## Replies of `bm25`" not in text  # bm25 does not answer
+    single = doc["strategies"]["tortus"]["by_type"]["single-hop"]  # q1 and q4
+    figures = " / ".join(f"{single[m]:.3f}" for m in ("answer_match", "answer_em", "answer_f1"))
+    assert f"| single-hop | 2 | {figures} |" in text  # answers by question type, tortus alone
     section = text[text.index("## Replies of `tortus` that missed"):]
     listed = re.findall(r"^\| (q\d): .*? \| (.*?) \| (answered .*?|withheld.*?) \|", section, flags=re.M)
     by_id = {q["id"]: q for q in doc["questions"]}

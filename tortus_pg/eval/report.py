@@ -69,6 +69,23 @@ def _type_table(done: dict[str, dict[str, Any]]) -> list[str]:
     return _table(["type", "n", *done], rows)
 
 
+def _answer_type_table(done: dict[str, dict[str, Any]]) -> list[str]:
+    """Answer match, short-answer exact match and F1 by question type, for strategies that answer."""
+    answering = {n: e for n, e in done.items() if e.get("abstention")}
+    types = sorted({t for e in answering.values() for t, b in e.get("by_type", {}).items()
+                    if b.get("answer_match") is not None})
+    if not types:
+        return []
+    rows = []
+    for t in types:
+        n = next(e["by_type"][t]["n"] for e in answering.values() if t in e["by_type"])
+        cells = [f"{_f(b.get('answer_match'))} / {_f(b.get('answer_em'))} / {_f(b.get('answer_f1'))}"
+                 if (b := e["by_type"].get(t)) else "–" for e in answering.values()]
+        rows.append([t, str(n), *cells])
+    return ["## Answers by question type (answer match / short EM / short F1)", "",
+            *_table(["type", "n", *answering], rows), ""]
+
+
 def _failure_table(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> list[str]:
     classes = list(summary["taxonomy"]["classes"])
     rows = [[name, str(e["scored"]), str(e["scored"] - sum(e["failures"].values())),
@@ -233,6 +250,7 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         *(f"- {c.replace('_', ' ')}: {text}" for c, text in summary["taxonomy"]["classes"].items()),
         "",
         *_abstention(summary, done),
+        *_answer_type_table(done),
         *_twin_curves(summary, out_dir),
         *_misses(summary),
         *(["## Plots", "", *(f"![{title}]({name})" for name, title in PLOTS.items()), ""] if done else []),

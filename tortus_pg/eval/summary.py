@@ -30,7 +30,7 @@ from tortus_pg.eval.strategies import StrategyResult
 
 METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5", "all_gold@10")
 DIAGNOSTICS = ("fan_out", "portal_hops", "shard_crossings", "path_hops", "tokens")
-TYPE_METRICS = ("recall@5", "all_gold@5", "ndcg@10", "mrr", "answer_match", "answer_f1")
+TYPE_METRICS = ("recall@5", "all_gold@5", "ndcg@10", "mrr", "answer_match", "answer_em", "answer_f1")
 PAIRED_METRICS = ("recall@5", "all_gold@5", "ndcg@10")
 # The failure taxonomy classifies misses of the multi-hop success criterion, all gold in the top 5.
 TAXONOMY_K = 5
