@@ -218,7 +218,7 @@ def _answer(
     for r in fresh:
         params = {"run": run_id, "q": r.question_id, "s": r.strategy, "m": Jsonb(r.metrics),
                   "r": Jsonb(r.retrieved), "ms": r.latency_ms, "text": question.text,
-                  "reply": Jsonb(r.replied()["reply"]) if r.reply is not None else None}
+                  "reply": Jsonb(r.reply.json()) if r.reply is not None else None}
         conn.execute(_INSERT_RESULT, params)
     return fresh
 

@@ -78,6 +78,10 @@ class Reply:
         return cls(row.get("answer"), row.get("short_answer"), bool(row.get("withheld")), row.get("refusal"),
                    row.get("draft"))
 
+    def json(self) -> dict[str, Any]:
+        """The reply as JSON holds it: the stored column and a question's `--json-out` row."""
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class Result:
@@ -94,7 +98,7 @@ class Result:
     def replied(self) -> dict[str, Any]:
         """The reply as a question's JSON row holds it: `{"reply": {…}}`, or nothing for a
         strategy that only retrieves."""
-        return {"reply": asdict(self.reply)} if self.reply is not None else {}
+        return {"reply": self.reply.json()} if self.reply is not None else {}
 
 
 @dataclass
