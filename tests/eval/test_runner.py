@@ -147,7 +147,8 @@ def test_bm25_metrics_match_hand_computed_values(db: psycopg.Connection, dataset
     assert summary["recall@2"] == pytest.approx(sum(got[(q, "bm25")][0]["recall@2"] for q in scored) / 4)
     assert summary["by_type"]["comparison"] == {"n": 1, "recall@5": 0.5, "all_gold@5": 0.0,
                                                 "ndcg@10": pytest.approx(0.38685, abs=1e-5), "mrr": 0.5,
-                                                "answer_match": None, "answer_f1": None}  # bm25 does not answer
+                                                "answer_match": None, "answer_em": None,
+                                                "answer_f1": None}  # bm25 does not answer
     # q2 found one of two gold (traversal miss); q3 never reaches p01 but bm25 found p00 too.
     assert summary["failures"]["seed_miss"] == 0 and summary["failures"]["traversal_miss"] == 2
 
