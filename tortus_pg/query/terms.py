@@ -17,11 +17,6 @@ import psycopg
 from tortus_pg.db import pinned
 
 _PUNCTUATION = "\"'()[]{}<>,;:!?."
-# Words that frame a question rather than say what it is about.
-FRAME_WORDS = frozenset(
-    ["say", "mean", "tell", "describ", "explain", "requir", "indic", "happen", "know", "call", "name", "doe", "like",
-     "whose"]
-)
 
 # The identifiers come from a sub-select so that they are read once, not once per lexeme.
 _TERMS = """
@@ -63,14 +58,11 @@ def question_terms(
     conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = (),
     tenant: str | None = None,
 ) -> Terms:
-    """Lexemes of the question (minus framing words) weighted by IDF (terms no document uses weigh most),
-    and the lexemes of the `names` the question is about."""
+    """Lexemes of the question weighted by IDF (terms no document uses weigh most), and the lexemes
+    of the `names` the question is about. Every lexeme counts: "mean" in "What does E-1042 mean?"
+    is what a table's "Meaning" column says."""
     rows = conn.execute(pinned(_TERMS, tenant), {"q": question, "cfg": ts_config}).fetchall()
-    weights = {}
-    for lexeme, df, n, _ in rows:
-        if lexeme in FRAME_WORDS:
-            continue
-        weights[lexeme] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    weights = {lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lexeme, df, n, _ in rows}
     found = dict(zip(names, lexemes(conn, names, ts_config), strict=True))
     identifiers = frozenset(r[0] for r in rows if r[3])
     tokens = [t.strip(_PUNCTUATION) for t in question.split()]
