@@ -249,7 +249,7 @@ def test_sections_of_the_document_about_the_named_identifier_are_selected_in_bm2
         return Hit(node_id, rank, 1 / rank, bm25, rank, heading, "x", "text", uri, 0, 4, None)
 
     def chunk(uri: str) -> Chunk:
-        return Chunk("x", "one two three", 0.5, 0.0, uri, 0, 4, None, False)
+        return Chunk("x", "one two three", 0.5, 0.0, uri, 0, 4, None)
 
     hits = [hit(1, 1, 12, "inc.md", heading=True), hit(2, 2, 3, "gateway.md"), hit(3, 3, 2, "inc.md"),
             hit(4, 4, 1, "inc.md"), hit(5, 5, None, "inc.md"), hit(6, 6, 4, "codes.md")]
@@ -270,7 +270,7 @@ def test_the_chunk_defining_what_the_question_names_follows_the_best_search_hit(
 
     hits = [hit(1, 1, "team.md"), hit(2, 2, "team.md"), hit(3, 3, "team.md"), hit(4, 4, "rfc.md"),
             hit(5, 5, "system.md")]
-    info = {h.node_id: Chunk("x", "one two three", 0.5, 0.0, h.uri, 0, 4, None, False) for h in hits}
+    info = {h.node_id: Chunk("x", "one two three", 0.5, 0.0, h.uri, 0, 4, None) for h in hits}
     ranking = [h.node_id for h in hits]
     assert [e.node_id for e in select_evidence(ranking, info, hits, {}, 4, 1200)] == [1, 2, 4, 5]
     assert [e.node_id for e in select_evidence(ranking, info, hits, {}, 4, 1200, (3,))] == [1, 3, 2, 4]

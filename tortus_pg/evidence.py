@@ -45,9 +45,7 @@ class Reached:
 
 _CHUNKS = """
 select n.node_id, n.label, n.text, tortus.vector_similarity(n.embedding, %(v)s),
-       extract(epoch from now() - n.freshness) / 86400, s.uri, sp.start_char, sp.end_char, sp.page,
-       case when %(titles)s then cardinality(tortus.identifier_lexemes(split_part(n.label, ' > ', 1))) > 0
-            else false end
+       extract(epoch from now() - n.freshness) / 86400, s.uri, sp.start_char, sp.end_char, sp.page
 from unnest(%(ids)s::bigint[]) as t(node_id)
 join tortus.node n on n.tenant_id = tortus.current_tenant() and n.node_id = t.node_id
 join tortus.evidence_span sp on sp.tenant_id = n.tenant_id and sp.node_id = n.node_id
@@ -67,15 +65,13 @@ class Chunk:
     start: int
     end: int
     page: int | None
-    titled: bool  # its document's title carries an identifier ("INC-2025-014: …"), when asked
 
     def evidence(self, node_id: int, origin: str) -> Evidence:
         """The whole chunk as an evidence item that no search scored (a hop or a chain led to it)."""
         return Evidence(node_id, self.label, self.uri, self.start, self.end, self.page, self.text, 0.0, origin)
 
 
-def chunk_info(conn: psycopg.Connection, ids: list[int], vector: np.ndarray, titles: bool = False) -> dict[int, Chunk]:
-    """The chunks among `ids`, with their similarity to the question vector and their age; with
-    `titles`, whether their document's title carries an identifier (else `titled` is False)."""
-    rows = conn.execute(_CHUNKS, {"ids": list(dict.fromkeys(ids)), "v": vector, "titles": titles}).fetchall()
-    return {r[0]: Chunk(r[1], r[2], r[3], float(r[4] or 0), r[5], r[6], r[7], r[8], r[9]) for r in rows}
+def chunk_info(conn: psycopg.Connection, ids: list[int], vector: np.ndarray) -> dict[int, Chunk]:
+    """The chunks among `ids`, with their similarity to the question vector and their age."""
+    rows = conn.execute(_CHUNKS, {"ids": list(dict.fromkeys(ids)), "v": vector}).fetchall()
+    return {r[0]: Chunk(r[1], r[2], r[3], float(r[4] or 0), r[5], r[6], r[7], r[8]) for r in rows}

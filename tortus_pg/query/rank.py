@@ -24,9 +24,7 @@ def rank(conn: psycopg.Connection, state: State) -> None:
 
 def candidates(conn: psycopg.Connection, state: State, ids: list[int]) -> dict[int, Chunk]:
     """The chunks among `ids` (stage `candidates`), with their similarity to the question."""
-    # Titles matter to evidence selection only when a document is about an identifier the question names.
-    titles = any(h.heading_match for h in state.hits)
-    return state.clock.attempt("candidates", lambda: chunk_info(conn, ids, state.question.vector, titles), {})
+    return state.clock.attempt("candidates", lambda: chunk_info(conn, ids, state.question.vector), {})
 
 
 def rerank(state: State) -> None:

@@ -32,10 +32,10 @@ def select_evidence(
     """The best-ranked chunks that fit the token budget (at least the first, cut to fit), at most
     MAX_PER_SOURCE from one document while others are left (a second document reached through
     the graph is worth more than a fourth section of the first), unless the document is the one
-    about an identifier the question names; documents titled with another identifier then come
-    after the other search hits. The best-ranked chunk `defining` a thing the question names
-    follows the best search hit: it is what the corpus says the thing is (a team page's opening
-    with its lead, a clause), whichever section of its document matched the words best."""
+    about an identifier the question names. The best-ranked chunk `defining` a thing the
+    question names follows the best search hit: it is what the corpus says the thing is (a team
+    page's opening with its lead, a clause), whichever section of its document matched the
+    words best."""
     seeds = {h.node_id: h for h in hits}
     ordered = [n for n in ranking if n in info]
     # The document headed by an identifier the question names is about it: no cap on its chunks.
@@ -48,10 +48,7 @@ def select_evidence(
         if info[n].uri in about or per_source.get(info[n].uri, 0) < MAX_PER_SOURCE:
             per_source[info[n].uri] = per_source.get(info[n].uri, 0) + 1
             first_pass.append(n)
-    # Once a document is about the identifier the question names, a document titled with another
-    # identifier (the incident next to the one asked about) reads alike but answers nothing.
-    searched = sorted((n for n in first_pass if n not in scores),
-                      key=lambda n: bool(about) and info[n].titled and info[n].uri not in about)
+    searched = [n for n in first_pass if n not in scores]
     # The walk's best chunks from other documents get the last WALK_SLOTS places: the second hop
     # an answer needs is often a section that mentions the bridge concept rather than the
     # document defining it.
