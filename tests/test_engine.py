@@ -242,26 +242,6 @@ def test_a_bridge_makes_room_by_dropping_evidence_nothing_quotes() -> None:
     assert make_room(evidence, quoting, 3, 100) == evidence
 
 
-def test_sections_of_the_document_about_the_named_identifier_are_selected_in_bm25_order() -> None:
-    # Hybrid search ranked the incident's title and "What went well" (dense neighbours of any
-    # question about it) above its Summary, which BM25 ranks first: the Summary is selected.
-    def hit(node_id: int, rank: int, bm25: int | None, uri: str, heading: bool = False) -> Hit:
-        return Hit(node_id, rank, 1 / rank, bm25, rank, heading, "x", "text", uri, 0, 4, None)
-
-    def chunk(uri: str) -> Chunk:
-        return Chunk("x", "one two three", 0.5, 0.0, uri, 0, 4, None)
-
-    hits = [hit(1, 1, 12, "inc.md", heading=True), hit(2, 2, 3, "gateway.md"), hit(3, 3, 2, "inc.md"),
-            hit(4, 4, 1, "inc.md"), hit(5, 5, None, "inc.md"), hit(6, 6, 4, "codes.md")]
-    info = {h.node_id: chunk(h.uri) for h in hits}
-    evidence = select_evidence([h.node_id for h in hits], info, hits, {}, 4, 1200)
-    assert [e.node_id for e in evidence] == [4, 2, 3, 1]
-    # Without a document about an identifier of the question, the hybrid order stands.
-    plain = [hit(h.node_id, h.rank, h.bm25_rank, h.uri) for h in hits]
-    evidence = select_evidence([h.node_id for h in plain], info, plain, {}, 4, 1200)
-    assert [e.node_id for e in evidence] == [1, 2, 3, 6]
-
-
 def test_the_chunk_defining_what_the_question_names_follows_the_best_search_hit() -> None:
     # The team page's opening (3) defines the team; its other sections matched the question's
     # words better, and two of them would fill the page's places.

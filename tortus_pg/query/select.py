@@ -40,8 +40,6 @@ def select_evidence(
     ordered = [n for n in ranking if n in info]
     # The document headed by an identifier the question names is about it: no cap on its chunks.
     about = {info[h.node_id].uri for h in hits if h.heading_match and h.node_id in info}
-    if about:
-        ordered = _lexical_within(ordered, about, info, seeds)
     per_source: dict[str, int] = {}
     first_pass = []
     for n in ordered:
@@ -84,22 +82,3 @@ def _within_budget(
         if len(chosen) == k:
             break
     return chosen
-
-
-def _lexical_within(
-    ordered: Sequence[int], about: set[str], info: dict[int, Chunk], seeds: dict[int, Hit]
-) -> list[int]:
-    """`ordered` with the chunks of the documents in `about` re-ordered among their own places by
-    BM25 rank (chunks BM25 did not find after those it did, in their order). The sections of the
-    document about an identifier share its topic, so dense vectors find them all alike; what
-    tells them apart is what each says ("Merchants received E-1042" against "What went well")."""
-    places = [i for i, n in enumerate(ordered) if info[n].uri in about]
-
-    def lexical(n: int) -> tuple[bool, int]:
-        rank = seeds[n].bm25_rank if n in seeds else None
-        return rank is None, rank or 0
-
-    out = list(ordered)
-    for place, n in zip(places, sorted((ordered[i] for i in places), key=lexical), strict=True):
-        out[place] = n
-    return out
