@@ -318,7 +318,8 @@ def test_evidence_fits_the_token_budget(ask: Ask) -> None:
 def test_one_hop_walks_start_at_the_seeds(ask: Ask) -> None:
     # With max_hops 1 every walk edge leaves a node the walk starts from: a search seed or a
     # concept the question names. The default policy reaches further.
-    assert max(ask(GOLDEN[qid]).budget["hops"]["used"] for qid in MULTI_HOP) == 2
+    used = [ask(GOLDEN[qid]).budget["hops"]["used"] for qid in MULTI_HOP]
+    assert 1 < max(used) <= TraversalPolicy().max_hops
     a = ask(CLAUSE, policy=TraversalPolicy(max_hops=1, explain=True))  # explain: every evidence path
     starts = {s["node_id"] for s in a.diagnostics["seeds"][:WALK_SEEDS]} | set(a.diagnostics["named_concepts"])
     assert walk_hops(a) and all(h["from_id"] in starts for h in walk_hops(a))

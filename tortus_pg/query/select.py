@@ -31,19 +31,16 @@ def select_evidence(
 ) -> list[Evidence]:
     """The best-ranked chunks that fit the token budget (at least the first, cut to fit), at most
     MAX_PER_SOURCE from one document while others are left (a second document reached through
-    the graph is worth more than a fourth section of the first), unless the document is the one
-    about an identifier the question names. The best-ranked chunk `defining` a thing the
-    question names follows the best search hit: it is what the corpus says the thing is (a team
-    page's opening with its lead, a clause), whichever section of its document matched the
-    words best."""
+    the graph is worth more than a fourth section of the first). The best-ranked chunk
+    `defining` a thing the question names follows the best search hit: it is what the corpus
+    says the thing is (a team page's opening with its lead, a clause), whichever section of its
+    document matched the words best."""
     seeds = {h.node_id: h for h in hits}
     ordered = [n for n in ranking if n in info]
-    # The document headed by an identifier the question names is about it: no cap on its chunks.
-    about = {info[h.node_id].uri for h in hits if h.heading_match and h.node_id in info}
     per_source: dict[str, int] = {}
     first_pass = []
     for n in ordered:
-        if info[n].uri in about or per_source.get(info[n].uri, 0) < MAX_PER_SOURCE:
+        if per_source.get(info[n].uri, 0) < MAX_PER_SOURCE:
             per_source[info[n].uri] = per_source.get(info[n].uri, 0) + 1
             first_pass.append(n)
     searched = [n for n in first_pass if n not in scores]
