@@ -208,15 +208,20 @@ def test_node_ids_map_back_to_dataset_ids(db: psycopg.Connection, dataset: Datas
         assert source_ids(db, [h.node_id for h in reversed(hits)], ctx.uri_prefix) == ["p08", "p03"]
 
 
-def test_interrupted_run_resumes_without_duplicates(db: psycopg.Connection, dataset: Dataset) -> None:
-    tenant, ctx = prepared(db, dataset)
+def stop_after(questions: int) -> Callable[[int, int], None]:
+    """A progress callback that interrupts a run once it has asked `questions` questions."""
 
-    def stop_after_two(done: int, total: int) -> None:
-        if done == 2:
+    def progress(done: int, total: int) -> None:
+        if done == questions:
             raise KeyboardInterrupt
 
+    return progress
+
+
+def test_interrupted_run_resumes_without_duplicates(db: psycopg.Connection, dataset: Dataset) -> None:
+    tenant, ctx = prepared(db, dataset)
     with pytest.raises(KeyboardInterrupt):
-        runner.run(db, dataset, STRATEGIES, tenant=tenant, context=ctx, on_progress=stop_after_two)
+        runner.run(db, dataset, STRATEGIES, tenant=tenant, context=ctx, on_progress=stop_after(2))
     with tenant_scope(db, tenant):
         run_id, status = db.execute("select run_id, status from tortus.eval_run").fetchone() or (0, "")
     assert status == "failed" and len(stored(db, tenant, run_id)) == 2 * len(STRATEGIES)
@@ -422,13 +427,8 @@ def test_the_engine_reports_how_many_of_its_path_hops_stay_inside_a_torus_shard(
 
 def test_a_run_keeps_what_the_engine_replied_for_sql_and_json(db: psycopg.Connection, dataset: Dataset) -> None:
     tenant, ctx = prepared(db, dataset)
-
-    def stop_after_three(done: int, total: int) -> None:
-        if done == 3:
-            raise KeyboardInterrupt
-
     with pytest.raises(KeyboardInterrupt):
-        runner.run(db, dataset, ["bm25", "tortus"], tenant=tenant, context=ctx, on_progress=stop_after_three)
+        runner.run(db, dataset, ["bm25", "tortus"], tenant=tenant, context=ctx, on_progress=stop_after(3))
     with tenant_scope(db, tenant):
         (run_id,) = db.execute("select run_id from tortus.eval_run").fetchone() or (0,)
     evaluation = runner.run(db, dataset, None, tenant=tenant, context=ctx, resume_run_id=run_id)
