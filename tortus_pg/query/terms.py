@@ -2,11 +2,15 @@
 
 A question's content lexemes are weighted by their IDF in the tenant's BM25 statistics (a term
 the corpus never uses weighs the most); its identifiers (an error code, a clause, a version)
-and the names of the things it is about are the words an answer's evidence must have."""
+and the names of the things it is about are the words an answer's evidence must have. The verb
+closing a question of the form "What does X say?" is not one of them: English syntax puts the
+main verb last there, and the question asks what X states ("say", "mean", "indicate" …), which
+a sentence stating it need not repeat."""
 
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -17,6 +21,9 @@ import psycopg
 from tortus_pg.db import pinned
 
 _PUNCTUATION = "\"'()[]{}<>,;:!?."
+# "What does clause 7.3.2 say?", "What did the review recommend?": "what" with do-support, whose
+# last word is the main verb. ("Which city does the river cross?" asks for a city the verb names.)
+_CLOSING_VERB = re.compile(r"^\W*what\s+(?:does|do|did)\s+[^?]+?\s(?P<verb>[a-z]+)\W*$", re.I)
 
 # The identifiers come from a sub-select so that they are read once, not once per lexeme.
 _TERMS = """
@@ -58,11 +65,12 @@ def question_terms(
     conn: psycopg.Connection, question: str, ts_config: str = "english", names: Sequence[str] = (),
     tenant: str | None = None,
 ) -> Terms:
-    """Lexemes of the question weighted by IDF (terms no document uses weigh most), and the lexemes
-    of the `names` the question is about. Every lexeme counts: "mean" in "What does E-1042 mean?"
-    is what a table's "Meaning" column says."""
+    """Lexemes of the question but its closing verb (`_CLOSING_VERB`), weighted by IDF (terms no
+    document uses weigh most), and the lexemes of the `names` the question is about."""
     rows = conn.execute(pinned(_TERMS, tenant), {"q": question, "cfg": ts_config}).fetchall()
-    weights = {lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lexeme, df, n, _ in rows}
+    closing = _CLOSING_VERB.match(question)
+    frame = lexemes(conn, [closing["verb"]], ts_config)[0] if closing else set()
+    weights = {lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lexeme, df, n, _ in rows if lexeme not in frame}
     found = dict(zip(names, lexemes(conn, names, ts_config), strict=True))
     identifiers = frozenset(r[0] for r in rows if r[3])
     tokens = [t.strip(_PUNCTUATION) for t in question.split()]
