@@ -209,6 +209,17 @@ def test_refusal_comes_before_the_model_is_asked(db: psycopg.Connection) -> None
     assert out.withheld and asked == []
 
 
+def test_the_verb_closing_a_what_does_question_does_not_weigh(db: psycopg.Connection) -> None:
+    # "What does X say?" asks what X states: the clause need not repeat "say" to answer it. A verb
+    # of any other question keeps its weight, and so does a word inside a name.
+    assert "say" not in question_terms(db, "What does clause 7.3.2 say?").weights
+    assert "indic" not in question_terms(db, "What did the incident report indicate?").weights
+    assert "say" in question_terms(db, "Which clause does the policy say applies?").weights
+    assert "happen" in question_terms(db, "When did the director of It Happened Only Once die?").weights
+    clause = lexemes(db, ["Clause 7.3.2: signing keys must be rotated at least every 90 days."])[0]
+    assert question_terms(db, "What does clause 7.3.2 say?").covered(clause) == 1.0  # the whole question
+
+
 def test_a_table_row_reads_under_its_column_headers(db: psycopg.Connection) -> None:
     # The row states the recovery window in its table's terms: its own cells name only the ledger,
     # the column headers say what the 35 days are. A sentence with more of the question's words
