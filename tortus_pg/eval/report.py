@@ -58,12 +58,15 @@ def _paired_table(done: dict[str, dict[str, Any]]) -> list[str]:
     return _table(["strategy", *(f"Δ {HEADINGS[m]}" for m in CI_METRICS)], rows)
 
 
-def _type_table(done: dict[str, dict[str, Any]]) -> list[str]:
-    types = sorted({t for e in done.values() for t in e.get("by_type", {})})
+def _type_table(done: dict[str, dict[str, Any]], metrics: tuple[str, ...], scored_only: bool = False) -> list[str]:
+    """One row per question type with each strategy's `metrics` ("a / b / …"); with `scored_only`,
+    not the types where no strategy has the first of them."""
+    types = sorted({t for e in done.values() for t, b in e.get("by_type", {}).items()
+                    if not scored_only or b.get(metrics[0]) is not None})
     rows = []
     for t in types:
         n = next(e["by_type"][t]["n"] for e in done.values() if t in e["by_type"])
-        cells = [f"{_f(b.get('recall@5'))} / {_f(b.get('all_gold@5'))}" if (b := e["by_type"].get(t)) else "–"
+        cells = [" / ".join(_f(b.get(m)) for m in metrics) if (b := e["by_type"].get(t)) else "–"
                  for e in done.values()]
         rows.append([t, str(n), *cells])
     return _table(["type", "n", *done], rows)
@@ -72,18 +75,10 @@ def _type_table(done: dict[str, dict[str, Any]]) -> list[str]:
 def _answer_type_table(done: dict[str, dict[str, Any]]) -> list[str]:
     """Answer match, short-answer exact match and F1 by question type, for strategies that answer."""
     answering = {n: e for n, e in done.items() if e.get("abstention")}
-    types = sorted({t for e in answering.values() for t, b in e.get("by_type", {}).items()
-                    if b.get("answer_match") is not None})
-    if not types:
+    table = _type_table(answering, ("answer_match", "answer_em", "answer_f1"), scored_only=True)
+    if len(table) <= 2:  # header and rule only: no type has an answer metric
         return []
-    rows = []
-    for t in types:
-        n = next(e["by_type"][t]["n"] for e in answering.values() if t in e["by_type"])
-        cells = [f"{_f(b.get('answer_match'))} / {_f(b.get('answer_em'))} / {_f(b.get('answer_f1'))}"
-                 if (b := e["by_type"].get(t)) else "–" for e in answering.values()]
-        rows.append([t, str(n), *cells])
-    return ["## Answers by question type (answer match / short EM / short F1)", "",
-            *_table(["type", "n", *answering], rows), ""]
+    return ["## Answers by question type (answer match / short EM / short F1)", "", *table, ""]
 
 
 def _failure_table(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> list[str]:
@@ -241,7 +236,7 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         "",
         "## By question type (R@5 / all-gold@5)",
         "",
-        *_type_table(done),
+        *_type_table(done, ("recall@5", "all_gold@5")),
         "",
         f"## Failure taxonomy (questions whose gold is not all in the top {summary['taxonomy']['k']})",
         "",
