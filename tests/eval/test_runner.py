@@ -339,19 +339,22 @@ def test_cli_eval_and_report(url: str, tmp_path: Path) -> None:
     env = {"TORTUS_DATABASE_URL": url, "TORTUS_EMBEDDER": "hash"}
     cli = CliRunner()
     out = tmp_path / "eval.json"
-    result = cli.invoke(app, ["--workspace", str(tmp_path), "eval", str(root), "--strategies", "bm25,hybrid",
+    result = cli.invoke(app, ["--workspace", str(tmp_path), "eval", str(root), "--strategies", "bm25,tortus",
                               "--limit", "3", "--json-out", str(out)], env=env)
     assert result.exit_code == 0, result.output
-    assert "bm25" in result.output and "hybrid" in result.output and "3 questions" in result.output
+    assert "bm25" in result.output and "tortus" in result.output and "3 questions" in result.output
     doc = json.loads(out.read_text(encoding="utf-8"))
-    assert list(doc["strategies"]) == ["bm25", "hybrid"] and len(doc["questions"]) == 3
+    assert list(doc["strategies"]) == ["bm25", "tortus"] and len(doc["questions"]) == 3
     from_json = cli.invoke(app, ["--workspace", str(tmp_path), "report", "--eval-json", str(out),
                                  "--out", str(tmp_path / "a")], env=env)
     assert from_json.exit_code == 0, from_json.output
     from_db = cli.invoke(app, ["--workspace", str(tmp_path), "report", "--run", str(doc["run_id"]),
                                "--out", str(tmp_path / "b")], env=env)
     assert from_db.exit_code == 0, from_db.output
+    # The report from the database reads the replies back from the run's rows: the same report,
+    # the replies that missed included (q2 asks for what no passage says).
     assert (tmp_path / "a" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
+    assert re.search(r"^\| q2: ", (tmp_path / "b" / "report.md").read_text(), flags=re.M)
     bad = cli.invoke(app, ["--workspace", str(tmp_path), "eval", str(root), "--strategies", "bm25,nope"], env=env)
     assert bad.exit_code != 0 and "unknown strategy 'nope'" in str(bad.exception)
 

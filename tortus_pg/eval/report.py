@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from tortus_pg.errors import InvalidInput
 from tortus_pg.eval import abstention
+from tortus_pg.eval.summary import ABSTENTION, TAXONOMY
 
 TABLE_METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5")
 HEADINGS = {"recall@2": "R@2", "recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10", "mrr": "MRR",
@@ -82,7 +83,7 @@ def _answer_type_table(done: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _failure_table(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> list[str]:
-    classes = list(summary["taxonomy"]["classes"])
+    classes = [c for c, _ in _in_order(summary["taxonomy"]["classes"], TAXONOMY)]
     rows = [[name, str(e["scored"]), str(e["scored"] - sum(e["failures"].values())),
              *(str(e["failures"][c]) for c in classes)] for name, e in done.items()]
     k = summary["taxonomy"]["k"]
@@ -99,7 +100,15 @@ def _abstention(summary: dict[str, Any], done: dict[str, dict[str, Any]]) -> lis
     lines = ["## Abstention and answers", "", *_table(
         ["strategy", "negatives withheld", "negatives", "answerable answered", "wrong abstentions", "answer match",
          "short EM", "short F1"], rows)]
-    return [*lines, "", *(f"- {c.replace('_', ' ')}: {t}" for c, t in summary["taxonomy"]["abstention"].items()), ""]
+    notes = _in_order(summary["taxonomy"]["abstention"], ABSTENTION)
+    return [*lines, "", *(f"- {c.replace('_', ' ')}: {t}" for c, t in notes), ""]
+
+
+def _in_order(notes: dict[str, str], reference: dict[str, str]) -> list[tuple[str, str]]:
+    """`notes` in the order `reference` defines them (a summary read back from jsonb has its keys
+    reordered), any others after."""
+    order = list(reference)
+    return sorted(notes.items(), key=lambda note: order.index(note[0]) if note[0] in order else len(order))
 
 
 def _twin_curves(summary: dict[str, Any], out_dir: Path) -> list[str]:
@@ -242,7 +251,7 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         "",
         *_failure_table(summary, done),
         "",
-        *(f"- {c.replace('_', ' ')}: {text}" for c, text in summary["taxonomy"]["classes"].items()),
+        *(f"- {c.replace('_', ' ')}: {text}" for c, text in _in_order(summary["taxonomy"]["classes"], TAXONOMY)),
         "",
         *_abstention(summary, done),
         *_answer_type_table(done),

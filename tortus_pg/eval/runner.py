@@ -28,7 +28,7 @@ from tortus_pg.errors import InvalidInput, TortusError
 from tortus_pg.eval import community, graph_strategies  # noqa: F401  (register community_summary, graph_local, ppr)
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.strategies import Strategy, StrategyContext, StrategyFailed, StrategyResult, build
-from tortus_pg.eval.summary import EvalRun, Reply, Result, document, question_metrics, summarize
+from tortus_pg.eval.summary import EvalRun, Reply, Result, asked, document, question_metrics, question_rows, summarize
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.corpus import ingest_passages, read_passages
@@ -179,9 +179,12 @@ def _load(conn: psycopg.Connection, run_id: int, dataset: Dataset) -> tuple[dict
         raise InvalidInput(f"no evaluation run {run_id} for dataset {dataset.name!r}")
     if row[0] != dataset.name:
         raise InvalidInput(f"run {run_id} evaluated dataset {row[0]!r}, not {dataset.name!r}")
-    results = [Result(q, s, m, list(r), float(ms or 0.0), Reply.stored(reply))
-               for q, s, m, r, ms, reply in conn.execute(_RESULTS, [run_id])]
-    return dict(row[1]), results
+    return dict(row[1]), _results(conn, run_id)
+
+
+def _results(conn: psycopg.Connection, run_id: int) -> list[Result]:
+    return [Result(q, s, m, list(r), float(ms or 0.0), Reply.stored(reply))
+            for q, s, m, r, ms, reply in conn.execute(_RESULTS, [run_id])]
 
 
 def _start(conn: psycopg.Connection, dataset: Dataset, config: dict[str, Any], run_id: int | None) -> int:
@@ -225,7 +228,7 @@ def _answer(
 
 def _finish(conn: psycopg.Connection, evaluation: EvalRun, status: str) -> None:
     evaluation.status = status
-    summary = summarize(evaluation) if status == "done" else {}
+    summary = {**summarize(evaluation), "questions": asked(evaluation)} if status == "done" else {}
     with tenant_scope(conn, evaluation.tenant):
         conn.execute(
             "update tortus.eval_run set status = %s, finished_at = now(), summary = %s where run_id = %s",
@@ -291,11 +294,12 @@ def run(
 
 
 def stored_summary(conn: psycopg.Connection, run_id: int) -> dict[str, Any]:
-    """The summary saved with a finished run, found in any tenant (owner connection)."""
+    """The summary saved with a finished run, found in any tenant (owner connection), with its
+    question rows read back from the run's results, as `document` writes them."""
     row = conn.execute("select status, summary from tortus.eval_run where run_id = %s", [run_id]).fetchone()
     if row is None:
         raise InvalidInput(f"no evaluation run {run_id}")
     status, summary = row
     if status != "done" or not summary:
         raise InvalidInput(f"run {run_id} is {status}; finish it with `tortus-pg eval DATASET --resume {run_id}`")
-    return dict(summary)
+    return {**summary, "questions": question_rows(summary.get("questions", []), _results(conn, run_id))}

@@ -309,17 +309,26 @@ def summarize(run: EvalRun) -> dict[str, Any]:
     }
 
 
-def document(run: EvalRun) -> dict[str, Any]:
-    """The summary plus one row per question with each strategy's metrics, ids, latency and, for
-    the strategies that answer, its reply."""
+def asked(run: EvalRun) -> list[dict[str, Any]]:
+    """What the dataset says of each question the run asked: its text, type, hops, whether it is
+    a negative, the expected answer and the gold ids (stored with a finished run's summary, so a
+    report from the database can read its replies as one from the JSON does)."""
+    answered = {r.question_id for r in run.results}
+    return [{"id": q.id, "question": q.text, "type": q.type, "hops": q.hops, "negative": q.is_negative,
+             "answer": q.answer, "gold": sorted(q.gold)} for q in run.dataset.questions if q.id in answered]
+
+
+def question_rows(questions: Sequence[dict[str, Any]], results: Sequence[Result]) -> list[dict[str, Any]]:
+    """One row per question (`asked`) with each strategy's metrics, ids, latency and, for the
+    strategies that answer, its reply."""
     by_question: dict[str, dict[str, Any]] = {}
-    for r in run.results:
+    for r in results:
         by_question.setdefault(r.question_id, {})[r.strategy] = {
             "metrics": r.metrics, "retrieved": r.retrieved, "latency_ms": r.latency_ms, **r.replied()
         }
-    rows = [
-        {"id": q.id, "question": q.text, "type": q.type, "hops": q.hops, "negative": q.is_negative,
-         "answer": q.answer, "gold": sorted(q.gold), "results": by_question[q.id]}
-        for q in run.dataset.questions if q.id in by_question
-    ]
-    return {**summarize(run), "questions": rows}
+    return [{**q, "results": by_question[q["id"]]} for q in questions if q["id"] in by_question]
+
+
+def document(run: EvalRun) -> dict[str, Any]:
+    """The summary plus one row per question (`question_rows`)."""
+    return {**summarize(run), "questions": question_rows(asked(run), run.results)}
