@@ -91,7 +91,7 @@ def test_the_origins_lead_the_reading_and_answer_yes_or_no() -> None:
                                     ("Ada Quill", "Ada Quill (1901–1990) was an Ostrian chemist."),
                                     ("Bram Stoke", "Bram Stoke (1920–1960) was an Ostrian poet.")])
     reading = Reading([0], 0, None, frozenset())
-    led = lead_with_verdict(reading, question, sentences, labels)
+    led = lead_with_verdict(reading, judge(question, sentences, labels))
     assert led.chosen == [1, 2, 0] and led.answer == 1 and led.short == "yes" and led.verdict == "Yes"
-    unread = lead_with_verdict(reading, question, sentences[:2], labels[:2])
+    unread = lead_with_verdict(reading, judge(question, sentences[:2], labels[:2]))
     assert unread == reading and unread.verdict is None

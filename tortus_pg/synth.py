@@ -22,9 +22,11 @@ from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
 from tortus_pg.ingest.prose import table_header, table_row
 from tortus_pg.llm import Answer
+from tortus_pg.query.both import judge as judge_membership
 from tortus_pg.query.compare import lead_with_pick
 from tortus_pg.query.read import Page, Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
+from tortus_pg.query.same import judge as judge_sameness
 from tortus_pg.query.same import lead_with_verdict
 from tortus_pg.query.support import THRESHOLD, model_for
 from tortus_pg.query.terms import Terms, lexemes
@@ -265,7 +267,10 @@ def _read(
     if comparison is not None:  # "…, A or B?": the values compared lead, the option they favour answers
         reading = lead_with_pick(reading, comparison, sentences, labels, terms.weights, own)
     if question.sameness is not None:  # "Are A and B from the same country?": the origins lead, yes or no
-        reading = lead_with_verdict(reading, question.sameness, sentences, labels)
+        reading = lead_with_verdict(reading, judge_sameness(question.sameness, sentences, labels))
+    if question.membership is not None:  # "Are A and B both board games?": their descriptions lead
+        of_kind = frozenset(lexemes(conn, [question.membership.kind], ts_config)[0])
+        reading = lead_with_verdict(reading, judge_membership(question.membership, of_kind, sentences, labels, own))
     claims = []
     for n, j in enumerate(reading.chosen, 1):
         s = sentences[j]

@@ -69,7 +69,7 @@ def _option_documents(state: State) -> bool:
     """Whether a comparison's option that heads no evidence item gained the best-ranked candidate
     chunk (of search or walk) that its document or a section heads, in place of the last evidence
     items when the token budget is full: a comparison is read from the evidence about each option."""
-    judged = state.question.comparison or state.question.sameness
+    judged = state.question.comparison or state.question.sameness or state.question.membership
     if judged is None:
         return False
     joined = False
@@ -97,7 +97,7 @@ def _role_hops(conn: psycopg.Connection, state: State) -> bool:
     person's own document (stage `bridge`). Each option's hop is a chain of its own (chunk ->
     person -> chunk), within the hop budget like any bridge; a comparison needs both."""
     q, options = state.question, state.options
-    judged = q.comparison or q.sameness
+    judged = q.comparison or q.sameness or q.membership
     if judged is None or judged.role is None or q.terms is None:
         return False
     joined = False

@@ -14,6 +14,7 @@ from tortus_pg.ingest.chunking import chunk_document
 from tortus_pg.ingest.extract import concept_key, extract_concepts
 from tortus_pg.ingest.types import Document
 from tortus_pg.policy import TraversalPolicy
+from tortus_pg.query.both import Membership, membership_of
 from tortus_pg.query.clock import Clock
 from tortus_pg.query.compare import Comparison, comparison_of
 from tortus_pg.query.same import Sameness, sameness_of
@@ -27,7 +28,7 @@ class Question:
     its weighted terms (with its identifiers and the names it must be answered about), and what
     its text says once read: the answer type its opening asks for, its words, the kind of node a
     "Which …" question asks for, the two things a comparison question compares, and the two a
-    yes/no question asks whether they share an origin."""
+    yes/no question asks whether they share an origin or are both of a kind."""
 
     text: str
     vector: np.ndarray
@@ -42,6 +43,7 @@ class Question:
     target: Target | None = field(init=False)
     comparison: Comparison | None = field(init=False)  # "…, A or B?" with a comparative
     sameness: Sameness | None = field(init=False)  # "Are A and B from the same country?"
+    membership: Membership | None = field(init=False)  # "Are A and B both board games?"
 
     def __post_init__(self) -> None:
         # Read from the text here, once, whoever builds the question.
@@ -50,6 +52,7 @@ class Question:
         object.__setattr__(self, "target", target_of(self.text))
         object.__setattr__(self, "comparison", comparison_of(self.text))
         object.__setattr__(self, "sameness", sameness_of(self.text))
+        object.__setattr__(self, "membership", membership_of(self.text))
 
 
 def analyse(

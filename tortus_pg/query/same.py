@@ -106,12 +106,10 @@ def judge(sameness: Sameness, sentences: Sequence[Sentence], labels: Sequence[st
     return Verdict(bool(a & b), (first, second))
 
 
-def lead_with_verdict(reading: Reading, sameness: Sameness, sentences: Sequence[Sentence],
-                      labels: Sequence[str]) -> Reading:
-    """The reading of a sameness question: the two sentences giving the origins lead the quotes
-    (then the reader's own), the first answers with the verdict; the reading unchanged when the
-    evidence does not give both."""
-    verdict = judge(sameness, sentences, labels)
+def lead_with_verdict(reading: Reading, verdict: Verdict | None) -> Reading:
+    """The reading of a yes/no question (`judge` here, `query.both.judge`): the two sentences the
+    verdict rests on lead the quotes (then the reader's own), the first answers with the verdict;
+    the reading unchanged without a verdict."""
     if verdict is None:
         return reading
     first, second = verdict.sentences

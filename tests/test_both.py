@@ -1,0 +1,75 @@
+"""Yes/no questions of membership: reading the two options and the kind they would both be, and
+the verdict from the sentences about each (fixtures written for the mechanism)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tortus_pg.query.both import Membership, judge, membership_of
+from tortus_pg.query.read import Sentence
+from tortus_pg.query.terms import lexemes
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Are Quarrel and Tessellate both card games?", Membership(("Quarrel", "Tessellate"), "card games")),
+    ("Were Ada Quill and Bram Stoke both Ostrian chemists?",
+     Membership(("Ada Quill", "Bram Stoke"), "Ostrian chemists")),
+    ("Are both journals, the Harbour Review and Salt Letters, Brevanian publications?",
+     Membership(("Harbour Review", "Salt Letters"), "Brevanian publications")),
+    ("Are The Long Tide and Red Dust both silent films ?", Membership(("Long Tide", "Red Dust"), "silent films")),
+])
+def test_a_membership_question_names_its_options_and_the_kind(question: str, expected: Membership) -> None:
+    assert membership_of(question) == expected
+
+
+@pytest.mark.parametrize("question", [
+    "Are Olm and Tarn both located in the same country?",  # a shared origin: `query.same`
+    "Are Ada Quill and Bram Stoke members of the same band?",
+    "Are both Quarrel and Tessellate card games?",  # where the second option ends is not written
+    "Who was born first, Ada Quill or Bram Stoke?",
+    "Is Quarrel a card game?",  # one option
+    "Do Quarrel and Tessellate both use dice?",  # not a form of "to be"
+])
+def test_other_questions_ask_no_membership(question: str) -> None:
+    assert membership_of(question) is None
+
+
+def _read(conn: psycopg.Connection, items: list[tuple[str, str]], kind: str
+          ) -> tuple[list[Sentence], list[str], list[set[str]], frozenset[str]]:
+    texts = [t for _, t in items]
+    found = lexemes(conn, [*texts, kind])
+    return ([Sentence(i, 0, len(t), t) for i, t in enumerate(texts)], [label for label, _ in items],
+            [set(f) for f in found[:-1]], frozenset(found[-1]))
+
+
+def test_both_are_of_the_kind_when_a_sentence_about_each_states_it(conn: psycopg.Connection) -> None:
+    question = membership_of("Are Quarrel and Tessellate both card games?")
+    assert question is not None
+    items = [("Quarrel", "Quarrel was published in 1987."),
+             ("Quarrel", "Quarrel is a trick-taking card game for four players."),
+             ("Tessellate", "Tessellate is a card game of tiles and suits from Ostria.")]
+    sentences, labels, own, kind = _read(conn, items, question.kind)
+    verdict = judge(question, kind, sentences, labels, own)
+    # "games" reads as the lexeme of "game": each option's sentence stating it is quoted.
+    assert verdict is not None and verdict.same and verdict.sentences == (1, 2)
+
+
+def test_one_option_not_of_the_kind_answers_no(conn: psycopg.Connection) -> None:
+    question = membership_of("Were Ada Quill and Bram Stoke both Ostrian chemists?")
+    assert question is not None
+    items = [("Ada Quill", "Ada Quill (1901–1990) was an Ostrian chemist."),
+             ("Bram Stoke", "Bram Stoke (1920–1960) was an Ostrian poet and critic.")]
+    sentences, labels, own, kind = _read(conn, items, question.kind)
+    verdict = judge(question, kind, sentences, labels, own)
+    assert verdict is not None and not verdict.same and verdict.sentences == (0, 1)
+
+
+def test_no_verdict_when_the_evidence_is_about_neither_option_or_the_kind_has_no_word(conn: psycopg.Connection) -> None:
+    question = membership_of("Are Quarrel and Tessellate both card games?")
+    assert question is not None
+    items = [("Quarrel", "Quarrel is a trick-taking card game for four players."),
+             ("Harbour Review", "The Harbour Review is a quarterly journal.")]
+    sentences, labels, own, kind = _read(conn, items, question.kind)
+    assert judge(question, kind, sentences, labels, own) is None
+    assert judge(question, frozenset(), sentences, labels, own) is None
