@@ -8,6 +8,7 @@ import pytest
 
 from tortus_pg.query.both import Membership, judge, membership_of
 from tortus_pg.query.read import Sentence
+from tortus_pg.query.same import Verdict
 from tortus_pg.query.terms import lexemes
 
 
@@ -35,41 +36,39 @@ def test_other_questions_ask_no_membership(question: str) -> None:
     assert membership_of(question) is None
 
 
-def _read(conn: psycopg.Connection, items: list[tuple[str, str]], kind: str
-          ) -> tuple[list[Sentence], list[str], list[set[str]], frozenset[str]]:
+def _judged(conn: psycopg.Connection, question: str, items: list[tuple[str, str]],
+            kind: frozenset[str] | None = None) -> Verdict | None:
+    """The verdict on `question` over evidence items (label, sentence), the kind's lexemes as
+    PostgreSQL reads them unless `kind` is given."""
+    asked = membership_of(question)
+    assert asked is not None
     texts = [t for _, t in items]
-    found = lexemes(conn, [*texts, kind])
-    return ([Sentence(i, 0, len(t), t) for i, t in enumerate(texts)], [label for label, _ in items],
-            [set(f) for f in found[:-1]], frozenset(found[-1]))
+    found = lexemes(conn, [*texts, asked.kind])
+    sentences = [Sentence(i, 0, len(t), t) for i, t in enumerate(texts)]
+    return judge(asked, frozenset(found[-1]) if kind is None else kind, sentences, [label for label, _ in items],
+                 [set(f) for f in found[:-1]])
 
 
 def test_both_are_of_the_kind_when_a_sentence_about_each_states_it(conn: psycopg.Connection) -> None:
-    question = membership_of("Are Quarrel and Tessellate both card games?")
-    assert question is not None
-    items = [("Quarrel", "Quarrel was published in 1987."),
-             ("Quarrel", "Quarrel is a trick-taking card game for four players."),
-             ("Tessellate", "Tessellate is a card game of tiles and suits from Ostria.")]
-    sentences, labels, own, kind = _read(conn, items, question.kind)
-    verdict = judge(question, kind, sentences, labels, own)
+    verdict = _judged(conn, "Are Quarrel and Tessellate both card games?",
+                      [("Quarrel", "Quarrel was published in 1987."),
+                       ("Quarrel", "Quarrel is a trick-taking card game for four players."),
+                       ("Tessellate", "Tessellate is a card game of tiles and suits from Ostria.")])
     # "games" reads as the lexeme of "game": each option's sentence stating it is quoted.
     assert verdict is not None and verdict.same and verdict.sentences == (1, 2)
 
 
 def test_one_option_not_of_the_kind_answers_no(conn: psycopg.Connection) -> None:
-    question = membership_of("Were Ada Quill and Bram Stoke both Ostrian chemists?")
-    assert question is not None
-    items = [("Ada Quill", "Ada Quill (1901–1990) was an Ostrian chemist."),
-             ("Bram Stoke", "Bram Stoke (1920–1960) was an Ostrian poet and critic.")]
-    sentences, labels, own, kind = _read(conn, items, question.kind)
-    verdict = judge(question, kind, sentences, labels, own)
+    verdict = _judged(conn, "Were Ada Quill and Bram Stoke both Ostrian chemists?",
+                      [("Ada Quill", "Ada Quill (1901–1990) was an Ostrian chemist."),
+                       ("Bram Stoke", "Bram Stoke (1920–1960) was an Ostrian poet and critic.")])
     assert verdict is not None and not verdict.same and verdict.sentences == (0, 1)
 
 
 def test_no_verdict_when_the_evidence_is_about_neither_option_or_the_kind_has_no_word(conn: psycopg.Connection) -> None:
-    question = membership_of("Are Quarrel and Tessellate both card games?")
-    assert question is not None
     items = [("Quarrel", "Quarrel is a trick-taking card game for four players."),
              ("Harbour Review", "The Harbour Review is a quarterly journal.")]
-    sentences, labels, own, kind = _read(conn, items, question.kind)
-    assert judge(question, kind, sentences, labels, own) is None
-    assert judge(question, frozenset(), sentences, labels, own) is None
+    assert _judged(conn, "Are Quarrel and Tessellate both card games?", items) is None
+    items[1] = ("Tessellate", "Tessellate is a card game of tiles and suits.")
+    assert _judged(conn, "Are Quarrel and Tessellate both card games?", items) is not None
+    assert _judged(conn, "Are Quarrel and Tessellate both card games?", items, frozenset()) is None
