@@ -65,7 +65,7 @@ def test_one_option_not_of_the_kind_answers_no(conn: psycopg.Connection) -> None
     assert verdict is not None and not verdict.same and verdict.sentences == (0, 1)
 
 
-def test_no_verdict_when_the_evidence_is_about_neither_option_or_the_kind_has_no_word(conn: psycopg.Connection) -> None:
+def test_no_verdict_when_an_option_has_no_evidence_or_the_kind_no_word(conn: psycopg.Connection) -> None:
     items = [("Quarrel", "Quarrel is a trick-taking card game for four players."),
              ("Harbour Review", "The Harbour Review is a quarterly journal.")]
     assert _judged(conn, "Are Quarrel and Tessellate both card games?", items) is None

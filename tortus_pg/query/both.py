@@ -63,7 +63,8 @@ def judge(membership: Membership, kind: frozenset[str], sentences: Sequence[Sent
           own: Sequence[set[str]]) -> Verdict | None:
     """Whether a sentence about each option (of the first READ, `holders`) states every lexeme of
     the `kind` (the sentences' lexemes `own`): for each option the sentence that does, else its
-    first; None when the evidence is about neither option or the kind has no content word."""
+    first; None when the evidence is about one of the options nowhere or the kind has no content
+    word."""
     if not kind:
         return None
     found = []
