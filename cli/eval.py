@@ -16,10 +16,11 @@ from rich.table import Table
 from tortus_pg.config import reveal
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
-from tortus_pg.eval import abstention, datasets, runner, trec
+from tortus_pg.eval import datasets, runner, trec
 from tortus_pg.eval import report as report_lib
 from tortus_pg.eval.datasets import load_dataset
 from tortus_pg.eval.strategies import EXTERNAL_CMD_ENV, STRATEGIES, StrategyContext, parse_names
+from tortus_pg.eval.summary import twins_section
 from tortus_pg.query.paths import SHARDS
 
 from .context import console, err_console, owner_connection, settings
@@ -83,6 +84,8 @@ def eval_(
         evaluation = evaluate(dataset, names, k, resume)
         twin_run = evaluate(twin_set, list(evaluation.config["strategies"]), int(evaluation.config["k"]), None) \
             if twin_set is not None else None
+        if twin_run is not None:
+            runner.link_twins(conn, evaluation, twin_run)
     _show(evaluation, twin_run, json_out, trec_run)
 
 
@@ -92,7 +95,8 @@ def _show(evaluation: runner.EvalRun, twin_run: runner.EvalRun | None, json_out:
     doc = runner.document(evaluation)
     print_summary(doc)
     if twin_run is not None:
-        doc["twins"] = _twin_curves(evaluation, twin_run)
+        doc["twins"] = twins_section(evaluation.results, twin_run.run_id, twin_run.dataset.name, twin_run.results)
+        _print_curves(doc["twins"], evaluation)
     if json_out is not None:
         json_out.write_text(json.dumps(doc, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
@@ -101,29 +105,20 @@ def _show(evaluation: runner.EvalRun, twin_run: runner.EvalRun | None, json_out:
             console.print(f"wrote {path}")
 
 
-def _twin_curves(evaluation: runner.EvalRun, twin_run: runner.EvalRun) -> dict[str, Any]:
-    """The abstention curve of each answering strategy, printed every 0.1 of the threshold."""
-    curves: dict[str, Any] = {}
-    for name in twin_run.strategies:
-        mine = [r.metrics for r in evaluation.results if r.strategy == name and "reply_match" in r.metrics]
-        twin = [r.metrics for r in twin_run.results if r.strategy == name and "support" in r.metrics]
-        if not mine or not twin:
-            continue
-        points = abstention.from_results(mine, twin)
-        curves[name] = abstention.to_json(points)
-        table = Table(title=f"{name}: {len(mine)} answerable questions and their {len(twin)} unanswerable twins "
-                      f"(run {twin_run.run_id})")
+def _print_curves(twins: dict[str, Any], evaluation: runner.EvalRun) -> None:
+    """Each answering strategy's abstention curve (`summary.twins_section`), every 0.1 of the threshold."""
+    for name, points in twins["abstention_curve"].items():
+        asked = sum(r.strategy == name and "reply_match" in r.metrics for r in evaluation.results)
+        unanswerable = sum(t["strategy"] == name for t in twins["questions"])
+        table = Table(title=f"{name}: {asked} answerable questions and their {unanswerable} unanswerable twins "
+                      f"(run {twins['run_id']})")
         for header in ("support threshold", "answered when answerable", "with the expected text",
                        "withheld when unanswerable"):
             table.add_column(header, justify="right")
         for p in points[::2]:
-            table.add_row(f"{p.threshold:.2f}", f"{p.answered_when_answerable:.3f}", f"{p.answer_match:.3f}",
-                          f"{p.withheld_when_unanswerable:.3f}")
+            table.add_row(f"{p['threshold']:.2f}", f"{p['answered_when_answerable']:.3f}", f"{p['answer_match']:.3f}",
+                          f"{p['withheld_when_unanswerable']:.3f}")
         console.print(table)
-    questions = [{"id": r.question_id, "strategy": r.strategy, "metrics": r.metrics, **r.replied()}
-                 for r in twin_run.results]
-    return {"run_id": twin_run.run_id, "dataset": twin_run.dataset.name, "abstention_curve": curves,
-            "questions": questions}
 
 
 def print_summary(summary: dict[str, Any]) -> None:

@@ -414,6 +414,11 @@ def test_cli_eval_with_twins_prints_and_writes_the_abstention_curve(url: str, tm
     assert shown.exit_code == 0, shown.output
     assert "## Abstention curve of `tortus`" in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     assert (tmp_path / "report" / "abstention-tortus.png").read_bytes()[:4] == b"\x89PNG"
+    # The run stored in the database knows its twins' run: its report has the same curve.
+    stored = CliRunner().invoke(app, ["--workspace", str(tmp_path), "report", "--run", str(doc["run_id"]), "--out",
+                                      str(tmp_path / "stored")], env={"TORTUS_DATABASE_URL": url})
+    assert stored.exit_code == 0, stored.output
+    assert (tmp_path / "stored" / "report.md").read_text() == (tmp_path / "report" / "report.md").read_text()
 
 
 def test_the_engine_reports_how_many_of_its_path_hops_stay_inside_a_torus_shard(

@@ -28,7 +28,17 @@ from tortus_pg.errors import InvalidInput, TortusError
 from tortus_pg.eval import community, graph_strategies  # noqa: F401  (register community_summary, graph_local, ppr)
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.strategies import Strategy, StrategyContext, StrategyFailed, StrategyResult, build
-from tortus_pg.eval.summary import EvalRun, Reply, Result, asked, document, question_metrics, question_rows, summarize
+from tortus_pg.eval.summary import (
+    EvalRun,
+    Reply,
+    Result,
+    asked,
+    document,
+    question_metrics,
+    question_rows,
+    summarize,
+    twins_section,
+)
 from tortus_pg.indexing import build_index
 from tortus_pg.ingest import pipeline, sources
 from tortus_pg.ingest.corpus import ingest_passages, read_passages
@@ -293,13 +303,29 @@ def run(
     return evaluation
 
 
+def link_twins(conn: psycopg.Connection, evaluation: EvalRun, twin_run: EvalRun) -> None:
+    """Record on a finished run the run of its unanswerable twins (`datasets.twins`), so that the
+    run's stored summary carries their abstention curve as its JSON document does."""
+    with tenant_scope(conn, evaluation.tenant):
+        conn.execute("update tortus.eval_run set summary = summary || jsonb_build_object('twins_run', %s::bigint)"
+                     " where run_id = %s and status = 'done'", [twin_run.run_id, evaluation.run_id])
+
+
 def stored_summary(conn: psycopg.Connection, run_id: int) -> dict[str, Any]:
     """The summary saved with a finished run, found in any tenant (owner connection), with its
-    question rows read back from the run's results, as `document` writes them."""
+    question rows read back from the run's results, as `document` writes them, and the section of
+    its twins' run when it has one (`link_twins`)."""
     row = conn.execute("select status, summary from tortus.eval_run where run_id = %s", [run_id]).fetchone()
     if row is None:
         raise InvalidInput(f"no evaluation run {run_id}")
     status, summary = row
     if status != "done" or not summary:
         raise InvalidInput(f"run {run_id} is {status}; finish it with `tortus-pg eval DATASET --resume {run_id}`")
-    return {**summary, "questions": question_rows(summary.get("questions", []), _results(conn, run_id))}
+    results = _results(conn, run_id)
+    stored = {**summary, "questions": question_rows(summary.get("questions", []), results)}
+    twin_run = summary.get("twins_run")
+    twin = conn.execute("select dataset from tortus.eval_run where run_id = %s and status = 'done'",
+                        [twin_run]).fetchone() if twin_run is not None else None
+    if twin is not None:
+        stored["twins"] = twins_section(results, int(twin_run), twin[0], _results(conn, int(twin_run)))
+    return stored

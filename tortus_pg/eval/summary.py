@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tortus_pg.eval import abstention
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.metrics import (
     abstention_correct,
@@ -332,3 +333,19 @@ def question_rows(questions: Sequence[dict[str, Any]], results: Sequence[Result]
 def document(run: EvalRun) -> dict[str, Any]:
     """The summary plus one row per question (`question_rows`)."""
     return {**summarize(run), "questions": question_rows(asked(run), run.results)}
+
+
+def twins_section(answered: Sequence[Result], twin_run: int, dataset: str,
+                  twin_results: Sequence[Result]) -> dict[str, Any]:
+    """The twins section of a run's document: each answering strategy's abstention curve over the
+    run's answerable questions (`answered`) and their unanswerable twins (run `twin_run` on the
+    twins' snapshot `dataset`), and one row per twin with its metrics and reply."""
+    curves: dict[str, Any] = {}
+    for name in dict.fromkeys(r.strategy for r in twin_results):
+        mine = [r.metrics for r in answered if r.strategy == name and "reply_match" in r.metrics]
+        twin = [r.metrics for r in twin_results if r.strategy == name and "support" in r.metrics]
+        if mine and twin:
+            curves[name] = abstention.to_json(abstention.from_results(mine, twin))
+    questions = [{"id": r.question_id, "strategy": r.strategy, "metrics": r.metrics, **r.replied()}
+                 for r in twin_results]
+    return {"run_id": twin_run, "dataset": dataset, "abstention_curve": curves, "questions": questions}
