@@ -22,6 +22,7 @@ from graphql import (
     GraphQLDirective,
     GraphQLEnumType,
     GraphQLError,
+    GraphQLFloat,
     GraphQLInt,
     GraphQLNonNull,
     GraphQLString,
@@ -76,6 +77,9 @@ DIRECTIVES: tuple[tuple[GraphQLDirective, dict[str, str]], ...] = (
                      description="Hops a path may take, the time budget (ms) and the evidence tokens; values "
                                  "above the server's limits are lowered to them, with a warning."),
      {"maxHops": "max_hops", "maxMs": "max_ms", "maxTokens": "max_tokens"}),
+    (GraphQLDirective("minSupport", _FIELD, {"value": GraphQLArgument(GraphQLNonNull(GraphQLFloat))},
+                     description="The support (0 to 1) an answer read from the evidence needs; below it the "
+                                 "answer is withheld as a draft (default 0.5)."), {"value": "min_support"}),
 )
 
 
@@ -237,6 +241,8 @@ class PolicyInput(graphene.InputObjectType):
     explain = graphene.Boolean()
     no_personalization = graphene.Boolean()
     traversal = graphene.String(description="sql (default) or age: where the walk reads the graph.")
+    min_support = graphene.Float(description="The support (0 to 1) an answer read from the evidence needs "
+                                 "(default 0.5).")
 
 
 _CONCEPT = """

@@ -106,19 +106,24 @@ def _show(evaluation: runner.EvalRun, twin_run: runner.EvalRun | None, json_out:
 
 
 def _print_curves(twins: dict[str, Any], evaluation: runner.EvalRun) -> None:
-    """Each answering strategy's abstention curve (`summary.twins_section`), every 0.1 of the threshold."""
+    """Each answering strategy's abstention curve over its twins (`summary.twins_section`)."""
     for name, points in twins["abstention_curve"].items():
         asked = sum(r.strategy == name and "reply_match" in r.metrics for r in evaluation.results)
         unanswerable = sum(t["strategy"] == name for t in twins["questions"])
-        table = Table(title=f"{name}: {asked} answerable questions and their {unanswerable} unanswerable twins "
-                      f"(run {twins['run_id']})")
-        for header in ("support threshold", "answered when answerable", "with the expected text",
-                       "withheld when unanswerable"):
-            table.add_column(header, justify="right")
-        for p in points[::2]:
-            table.add_row(f"{p['threshold']:.2f}", f"{p['answered_when_answerable']:.3f}", f"{p['answer_match']:.3f}",
-                          f"{p['withheld_when_unanswerable']:.3f}")
-        console.print(table)
+        _print_curve(f"{name}: {asked} answerable questions and their {unanswerable} unanswerable twins "
+                     f"(run {twins['run_id']})", points)
+
+
+def _print_curve(title: str, points: list[dict[str, float]]) -> None:
+    """An abstention curve, every 0.1 of the support threshold."""
+    table = Table(title=title)
+    for header in ("support threshold", "answered when answerable", "with the expected text",
+                   "withheld when unanswerable"):
+        table.add_column(header, justify="right")
+    for p in points[::2]:
+        table.add_row(f"{p['threshold']:.2f}", f"{p['answered_when_answerable']:.3f}", f"{p['answer_match']:.3f}",
+                      f"{p['withheld_when_unanswerable']:.3f}")
+    console.print(table)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -148,6 +153,9 @@ def print_summary(summary: dict[str, Any]) -> None:
                           f"{_share(a['answer_match'])} with the expected text (short answer F1 "
                           f"{_share(a['answer_f1'])}), withheld {_share(a['accuracy_on_negatives'])} of "
                           f"{a['negatives']} negatives")
+            if a.get("curve"):
+                _print_curve(f"{name}: {counts['questions'] - counts['negative']} answerable questions and the "
+                             f"{a['negatives']} negatives", a["curve"])
         if e.get("answer_groups"):
             _groups_table(name, e["answer_groups"])
         if "shard_affinity" in e:

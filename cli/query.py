@@ -50,6 +50,10 @@ def query(
     ),
     traversal: str = typer.Option(None, "--traversal", help="tortus: walk the tables (sql, default) or the "
                                   "Apache AGE mirror (age; `tortus-pg graph sync-age` first)."),
+    min_support: float = typer.Option(
+        None, "--min-support", help="tortus: the support (0 to 1) an answer read from the evidence needs, else it is "
+        "withheld (default 0.5)."
+    ),
     llm: bool = typer.Option(False, "--llm", help="tortus: write the answer with the configured LLM endpoint."),
     bm25_weight: float = typer.Option(1.0, "--bm25-weight", help="Weight of the BM25 leg in hybrid fusion."),
     vector_weight: float = typer.Option(1.0, "--vector-weight", help="Weight of the vector leg in hybrid fusion."),
@@ -79,6 +83,7 @@ def query(
         "max_hops": max_hops, "max_ms": max_ms, "max_tokens": max_tokens, "semantic_group": semantic_group,
         "portal_preference": portal_preference, "failover_level": failover_level, "local_only": local_only,
         "explain": explain, "no_personalization": no_personalization, "traversal": traversal,
+        "min_support": min_support,
     })
     with owner_connection(ctx) as conn, tenant_scope(conn, s.tenant):
         result = answer(conn, text, embedder=embedder, policy=policy, k=k, ts_config=s.text_search_config,

@@ -24,7 +24,7 @@ def test_no_input_gives_the_defaults_without_warnings() -> None:
 def test_valid_values_are_taken_as_given() -> None:
     values = {"max_hops": 3, "max_ms": 500, "max_tokens": 400, "failover_level": 2, "local_only": True,
               "explain": True, "no_personalization": True, "semantic_group": "payments", "portal_preference": "avoid",
-              "traversal": "age"}
+              "traversal": "age", "min_support": 0.4}
     policy, warnings = make_policy(values)
     assert policy.to_json() == values and warnings == []
 
@@ -105,3 +105,14 @@ def test_semantic_group_names_are_accepted(group: str) -> None:
 def test_bad_semantic_groups_are_refused(value: Any) -> None:
     with pytest.raises(InvalidInput, match="^policy semantic_group must be a subgraph name of 1 to 200 characters$"):
         make_policy({"semantic_group": value})
+
+
+@pytest.mark.parametrize("value", [0, 0.35, 1])
+def test_min_support_takes_a_number_from_zero_to_one(value: float) -> None:
+    assert make_policy({"min_support": value})[0].min_support == value
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, float("nan"), "0.4", True])
+def test_other_min_supports_are_refused_naming_the_range(value: Any) -> None:
+    with pytest.raises(InvalidInput, match="^policy min_support must be a number from 0 to 1, got "):
+        make_policy({"min_support": value})

@@ -153,3 +153,18 @@ def test_a_lock_held_elsewhere_is_a_clear_error_after_the_lock_timeout(demo: tup
                                 "current_setting('idle_in_transaction_session_timeout'), "
                                 "current_setting('client_connection_check_interval')").fetchone()
     assert settings == ("30s", "10min", "5s")
+
+
+def test_the_support_an_answer_needs_is_the_callers(demo: tuple[Path, dict[str, str]]) -> None:
+    ws, env = demo
+    answered = query(ws, env, "What does clause 7.3.2 say?")
+    strict = query(ws, env, "What does clause 7.3.2 say?", "--min-support", "1")
+    assert not answered["withheld"] and strict["withheld"] and strict["refusal"] == Refusal.LOW_SUPPORT.name
+    assert strict["confidence"] == answered["confidence"] < 1
+    assert f"support {answered['confidence']:.2f}, 1.00 needed" in " ".join(strict["warnings"])
+    # Its draft is what the default answered.
+    assert strict["diagnostics"]["draft"] == answered["answer"]
+    lenient = query(ws, env, "What will the weather be like in Lisbon tomorrow?", "--min-support", "0")
+    assert not lenient["withheld"] and lenient["claims"] and lenient["confidence"] > 0
+    bad = runner.invoke(app, ["--workspace", str(ws), "query", "x", "--min-support", "2"], env=env)
+    assert bad.exit_code != 0 and "min_support must be a number from 0 to 1, got 2.0" in str(bad.exception)

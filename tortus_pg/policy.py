@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from tortus_pg.errors import InvalidInput
+from tortus_pg.query.support import THRESHOLD
 
 PortalPreference = Literal["auto", "prefer", "avoid"]
 PORTAL_PREFERENCES: tuple[PortalPreference, ...] = ("auto", "prefer", "avoid")
@@ -46,7 +47,11 @@ class TraversalPolicy:
     explain: keep the pruned candidates and per-stage detail in the response.
     no_personalization: seed from search alone, not also from the concepts the question names.
     traversal: where the walk reads the graph: sql (the tables) or age (the tenant's Apache AGE
-    mirror, through Cypher; same paths, see `tortus-pg graph sync-age`)."""
+    mirror, through Cypher; same paths, see `tortus-pg graph sync-age`).
+    min_support: the support (`query.support`, from 0 to 1) an extractive answer needs; below it
+    the answer is withheld and shown as a draft. Lower answers more questions and withholds fewer
+    of those the sources cannot answer; a golden set's abstention curve shows that trade on a
+    corpus (docs/evaluation.md)."""
 
     max_hops: int = 3
     max_ms: int = 3_000
@@ -58,6 +63,7 @@ class TraversalPolicy:
     explain: bool = False
     no_personalization: bool = False
     traversal: Traversal = "sql"
+    min_support: float = THRESHOLD
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,6 +106,9 @@ def make_policy(
             raise InvalidInput(f"policy portal_preference must be one of {', '.join(PORTAL_PREFERENCES)}")
         elif name == "traversal" and value not in TRAVERSALS:
             raise InvalidInput(f"policy traversal must be one of {', '.join(TRAVERSALS)}")
+        elif name == "min_support" and (isinstance(value, bool) or not isinstance(value, int | float)
+                                        or not 0.0 <= value <= 1.0):
+            raise InvalidInput(f"policy min_support must be a number from 0 to 1, got {value!r}")
         elif name == "semantic_group" and (not isinstance(value, str) or not value.strip() or len(value) > 200):
             raise InvalidInput("policy semantic_group must be a subgraph name of 1 to 200 characters")
         policy = replace(policy, **{name: value})

@@ -309,9 +309,10 @@ def _dense(
 def extractive(
     conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str = "english", similarity: Similarity | None = None, bridges: bool = True,
+    min_support: float = THRESHOLD,
 ) -> Synthesis:
     """Read the evidence chain (`query.read`) and answer with its sentences when the support
-    model (`query.support`) finds them supported enough; otherwise withhold them as a draft (the
+    model (`query.support`) rates them at least `min_support`; otherwise withhold them as a draft (the
     engine may follow a bridge they name to the rest of the answer). Checks of form withhold
     whatever the support: an identifier the question names that no evidence mentions, a value
     the question asks for (a time, a sum …) that no claim gives."""
@@ -325,8 +326,8 @@ def extractive(
     supported = model_for(similarity.name if similarity else None).probability(signals)
     verdict = _missing_identifiers(terms, found) or (None if claims else (Refusal.NO_SENTENCE, "")) \
         or _untyped(kind, claims)
-    if verdict is None and supported < THRESHOLD:
-        verdict = Refusal.LOW_SUPPORT, f"support {supported:.2f}, {THRESHOLD:.2f} needed"
+    if verdict is None and supported < min_support:
+        verdict = Refusal.LOW_SUPPORT, f"support {supported:.2f}, {min_support:.2f} needed"
     if verdict is not None:
         refusal, detail = verdict
         confidence = 0.0 if refusal in CHECKS_OF_FORM else supported
@@ -346,19 +347,21 @@ def synthesize(
     synthesizer: Synthesizer | None = None,
     similarity: Similarity | None = None,
     bridges: bool = True,
+    min_support: float = THRESHOLD,
 ) -> Synthesis:
     """An answer to `question`, whose terms are weighed, from `evidence` alone (extractive unless
     another synthesizer is given); `chains` groups evidence that may answer together (default:
     all of it); the names in its terms are what the question is about, which the answering
     chain must mention; `similarity` scores texts against the question for the reader; without
-    `bridges` (a hop budget under two) the reader follows none."""
+    `bridges` (a hop budget under two) the reader follows none; an extractive answer needs support
+    `min_support` (the policy's)."""
     terms = question.terms
     if terms is None:
         raise ValueError("synthesis needs the question's weighted terms")
     groups = chains if chains is not None else [list(range(len(evidence)))]
     if synthesizer is not None:
         return synthesizer(conn, question, evidence, groups, terms, ts_config)
-    return extractive(conn, question, evidence, groups, terms, ts_config, similarity, bridges)
+    return extractive(conn, question, evidence, groups, terms, ts_config, similarity, bridges, min_support)
 
 
 _LLM_SYSTEM = """Answer the question only from the numbered evidence. Every claim must cite the \

@@ -57,6 +57,18 @@ def test_budget_directive_bounds_hops_and_tokens_and_clamps_with_a_warning(api: 
     assert clamped["budget"]["hops"]["limit"] < 99 and any("max_hops" in w for w in clamped["warnings"])
 
 
+def test_min_support_directive_sets_the_support_an_answer_needs(api: Api) -> None:
+    free, strict = ask(api, ROTATION), ask(api, ROTATION, "@minSupport(value: 1)")
+    assert not free["withheld"] and strict["withheld"] and strict["refusal"] == "LOW_SUPPORT"
+    assert strict["confidence"] == free["confidence"] < 1
+    with api.client() as http:
+        rest = http.post("/api/query", json={"question": ROTATION, "min_support": 1}).json()
+        too_high = http.post("/api/query", json={"question": ROTATION, "min_support": 1.5})
+    assert rest["withheld"] and rest["refusal"] == "LOW_SUPPORT" and too_high.status_code == 422
+    refused = gql(api, f'{{ ask(question: "{ROTATION}") @minSupport(value: -1) {{ answer }} }}')
+    assert "min_support must be a number from 0 to 1" in refused["errors"][0]["message"]
+
+
 def test_explain_hops_directive_shows_or_hides_diagnostics(api: Api) -> None:
     plain, on = ask(api, QUESTION), ask(api, QUESTION, "@explainHops")
     off = ask(api, QUESTION, "@explainHops(on: false)")
@@ -192,4 +204,4 @@ def test_the_schema_names_every_directive(api: Api) -> None:
     reply = gql(api, "{ __schema { directives { name } } }")
     names = {d["name"] for d in reply["data"]["__schema"]["directives"]}
     assert {"semanticGroup", "portalPreference", "failoverPlan", "explainHops", "noPersonalization", "localOnly",
-            "budget", "traversal"} <= names
+            "budget", "traversal", "minSupport"} <= names

@@ -33,11 +33,17 @@ def run_with(answers: dict[str, bool]) -> EvalRun:
 def test_abstention_counts_withheld_negatives_and_wrong_refusals() -> None:
     summary = summarize(run_with({"a": False, "b": True, "n1": True, "n2": False}))
     engine = summary["strategies"]["engine"]["abstention"]
+    curve = {p["threshold"]: p for p in engine.pop("curve")}
     # "a" is answered with its alias (short answer: the expected one), "b" is withheld: one answer
     # match, exact short answer and token F1 of 1 of two answerable questions.
     assert engine == {"accuracy_on_negatives": 0.5, "negatives": 2, "answered_when_answerable": 0.5,
                       "wrong_abstention": 1, "answer_match": 0.5, "answer_em": 0.5, "answer_f1": 0.5}
     assert "abstention" not in summary["strategies"]["search"]
+    # Every reply has support 0.8: up to that threshold all would be shown, above it all withheld.
+    assert curve[0.8] == {"threshold": 0.8, "answered_when_answerable": 1.0, "answer_match": 0.5,
+                          "withheld_when_unanswerable": 0.0}
+    assert curve[0.85] == {"threshold": 0.85, "answered_when_answerable": 0.0, "answer_match": 0.0,
+                           "withheld_when_unanswerable": 1.0}
 
 
 def test_the_report_has_an_abstention_table(tmp_path: Path) -> None:
@@ -45,6 +51,10 @@ def test_the_report_has_an_abstention_table(tmp_path: Path) -> None:
     run.status = "done"
     text = render(document(run), tmp_path).read_text()
     assert "## Abstention and answers" in text and "| engine | 1.000 | 2 | 1.000 | 0 | 0.500 | 1.000 | 1.000 |" in text
+    # The golden set's own abstention curve, from its answerable questions and its negatives.
+    assert "## Abstention curve of `engine` (answerable questions and the negatives)" in text
+    assert "| 0.80 | 1.000 | 0.500 | 0.000 |" in text
+    assert (tmp_path / "abstention-negatives-engine.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_paraphrases_are_counted_apart_from_the_originals_per_half() -> None:

@@ -111,19 +111,27 @@ def _in_order(notes: dict[str, str], reference: dict[str, str]) -> list[tuple[st
     return sorted(notes.items(), key=lambda note: order.index(note[0]) if note[0] in order else len(order))
 
 
-def _twin_curves(summary: dict[str, Any], out_dir: Path) -> list[str]:
-    """The abstention curve of each answering strategy, when the run asked unanswerable twins."""
-    curves = summary.get("twins", {}).get("abstention_curve", {})
+def _curves(summary: dict[str, Any], done: dict[str, dict[str, Any]], out_dir: Path) -> list[str]:
+    """The abstention curve of each answering strategy over the answerable questions and the
+    negatives, when the run asked negatives, and their unanswerable twins, when it asked twins."""
     lines = []
-    for name, points in curves.items():
-        curve = [abstention.CurvePoint(**p) for p in points]
-        png = abstention.plot(curve, f"{name} on {summary['dataset']}", out_dir / f"abstention-{name}.png")
-        rows = [[f"{p.threshold:.2f}", _f(p.answered_when_answerable), _f(p.answer_match),
-                 _f(p.withheld_when_unanswerable)] for p in curve[::2]]
-        lines += [f"## Abstention curve of `{name}` (answerable questions and their unanswerable twins)", "",
-                  *_table(["support threshold", "answered when answerable", "with the expected text",
-                           "withheld when unanswerable"], rows), "", f"![abstention curve]({png.name})", ""]
+    for name, e in done.items():
+        if points := (e.get("abstention") or {}).get("curve"):
+            lines += _curve(summary, name, points, "negatives", out_dir / f"abstention-negatives-{name}.png")
+    for name, points in summary.get("twins", {}).get("abstention_curve", {}).items():
+        lines += _curve(summary, name, points, "unanswerable twins", out_dir / f"abstention-{name}.png")
     return lines
+
+
+def _curve(summary: dict[str, Any], name: str, points: list[dict[str, float]], unanswerable: str,
+           png: Path) -> list[str]:
+    curve = [abstention.CurvePoint(**p) for p in points]
+    abstention.plot(curve, f"{name} on {summary['dataset']} ({unanswerable})", png)
+    rows = [[f"{p.threshold:.2f}", _f(p.answered_when_answerable), _f(p.answer_match),
+             _f(p.withheld_when_unanswerable)] for p in curve[::2]]
+    return [f"## Abstention curve of `{name}` (answerable questions and the {unanswerable})", "",
+            *_table(["support threshold", "answered when answerable", "with the expected text",
+                     "withheld when unanswerable"], rows), "", f"![abstention curve]({png.name})", ""]
 
 
 class Miss(Enum):
@@ -255,7 +263,7 @@ def render(summary: dict[str, Any], out_dir: Path) -> Path:
         "",
         *_abstention(summary, done),
         *_answer_type_table(done),
-        *_twin_curves(summary, out_dir),
+        *_curves(summary, done, out_dir),
         *_misses(summary),
         *(["## Plots", "", *(f"![{title}]({name})" for name, title in PLOTS.items()), ""] if done else []),
     ]

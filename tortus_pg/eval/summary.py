@@ -215,8 +215,13 @@ def _strategy(rows: list[Result], questions: Mapping[str, Question], k: int) -> 
 
 
 def _abstention(rows: Sequence[Result], questions: Mapping[str, Question]) -> dict[str, Any]:
+    """Withheld negatives, answered answerable questions and the answers' match; with negatives
+    asked, the abstention curve over the support threshold (`curve`, the golden set's own)."""
     negatives = [r for r in rows if questions[r.question_id].is_negative]
     answerable = [r for r in rows if not questions[r.question_id].is_negative and "withheld" in r.metrics]
+    scored = [r.metrics for r in negatives if "support" in r.metrics]
+    curve = abstention.to_json(abstention.from_results([r.metrics for r in answerable], scored)) \
+        if answerable and scored else None
     return {
         "accuracy_on_negatives": _mean(_values(negatives, "abstention_correct")),
         "negatives": len(negatives),
@@ -225,6 +230,7 @@ def _abstention(rows: Sequence[Result], questions: Mapping[str, Question]) -> di
         "answer_match": _mean(_values(answerable, "answer_match")),
         "answer_em": _mean(_values(answerable, "answer_em")),
         "answer_f1": _mean(_values(answerable, "answer_f1")),
+        **({"curve": curve} if curve is not None else {}),
     }
 
 

@@ -51,7 +51,7 @@ def _synthesized(conn: psycopg.Connection, state: State, similarity: Similarity 
     options = state.options
     return synthesize(conn, state.question, state.evidence, chains(state.evidence, state.routes, state.links),
                       ts_config=options.ts_config, synthesizer=options.synthesizer, similarity=similarity,
-                      bridges=options.policy.max_hops >= 2)
+                      bridges=options.policy.max_hops >= 2, min_support=options.policy.min_support)
 
 
 def _bridged(conn: psycopg.Connection, state: State, mentioned: list[int]) -> bool:
