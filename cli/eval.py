@@ -154,8 +154,8 @@ def print_summary(summary: dict[str, Any]) -> None:
                           f"{_share(a['answer_f1'])}), withheld {_share(a['accuracy_on_negatives'])} of "
                           f"{a['negatives']} negatives")
             if a.get("curve"):
-                _print_curve(f"{name}: {counts['questions'] - counts['negative']} answerable questions and the "
-                             f"{a['negatives']} negatives", a["curve"])
+                _print_curve(f"{name}: answerable questions ({counts['questions'] - counts['negative']}) and the "
+                             f"set's negatives ({a['negatives']})", a["curve"])
         if e.get("answer_groups"):
             _groups_table(name, e["answer_groups"])
         if "shard_affinity" in e:

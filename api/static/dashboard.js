@@ -251,6 +251,7 @@
     localStorage.setItem(KEY_STORE, $("api-key").value.trim());
     const body = { question: $("question").value, k: Number($("k").value) || 5, explain: $("explain").checked };
     if ($("max-hops").value) body.max_hops = Number($("max-hops").value);
+    if ($("min-support").value) body.min_support = Number($("min-support").value);
     setState("busy", "Asking…");
     try {
       const answer = await call("/api/query", body);

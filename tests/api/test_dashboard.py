@@ -22,6 +22,7 @@ from .conftest import Api
 
 QUESTION = "INC-2025-014 was triggered by an expired certificate on some system. Which team runs that system?"
 # Off the corpus, and with markup that would load an image (and fail to) if the page parsed it.
+ROTATION = "How often must the Token Service rotate its token signing keys?"
 UNANSWERABLE = 'What is the airspeed of an unladen swallow <img id="injected" src="/nowhere.png">?'
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -44,11 +45,11 @@ def browser() -> Iterator[WebDriver]:
         driver.quit()
 
 
-def _ask(driver: WebDriver, api: Api, question: str, key: str = "demo") -> str:
+def _ask(driver: WebDriver, api: Api, question: str, key: str = "demo", min_support: str = "") -> str:
     """Ask through the page; the page's state once the answer (or an error) is shown."""
     driver.get_log("browser")  # each question starts with an empty console log
     driver.get(api.base + "/")
-    for field, text in (("api-key", api.keys[key]), ("question", question)):
+    for field, text in (("api-key", api.keys[key]), ("question", question), ("min-support", min_support)):
         element = driver.find_element(By.ID, field)
         element.clear()
         element.send_keys(text)
@@ -114,6 +115,17 @@ def test_dashboard_withholds_honestly_and_shows_api_text_as_text(browser: WebDri
     assert "Not enough evidence" in answer and "Refusal:" in answer
     assert browser.find_elements(By.ID, "injected") == []
     assert 'id="injected"' in browser.find_element(By.ID, "question-echo").text
+    assert _errors(browser) == []
+
+
+def test_dashboard_asks_with_the_support_an_answer_needs(browser: WebDriver, api: Api) -> None:
+    with api.client() as http:
+        strict = http.post("/api/query", json={"question": ROTATION, "min_support": 1}).json()
+    assert strict["withheld"]
+    assert _ask(browser, api, ROTATION, min_support="1") == "done", browser.find_element(By.ID, "status").text
+    assert "Not enough evidence" in browser.find_element(By.ID, "answer").text
+    assert _ask(browser, api, ROTATION) == "done"
+    assert "Not enough evidence" not in browser.find_element(By.ID, "answer").text
     assert _errors(browser) == []
 
 

@@ -398,6 +398,8 @@ def test_cli_eval_with_twins_prints_and_writes_the_abstention_curve(url: str, tm
                                 env={"TORTUS_DATABASE_URL": url, "TORTUS_EMBEDDER": "hash", "COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     assert "unanswerable twins" in result.output and "withheld when unanswerable" in result.output
+    # Its negative (q5) gives the set an abstention curve of its own too.
+    assert "tortus: answerable questions (4) and the set's negatives (1)" in result.output
     doc = json.loads(out.read_text(encoding="utf-8"))
     curve = doc["twins"]["abstention_curve"]
     assert list(curve) == ["tortus"]  # bm25 does not answer
