@@ -79,7 +79,8 @@ DIRECTIVES: tuple[tuple[GraphQLDirective, dict[str, str]], ...] = (
      {"maxHops": "max_hops", "maxMs": "max_ms", "maxTokens": "max_tokens"}),
     (GraphQLDirective("minSupport", _FIELD, {"value": GraphQLArgument(GraphQLNonNull(GraphQLFloat))},
                      description="The support (0 to 1) an answer read from the evidence needs; below it the "
-                                 "answer is withheld as a draft (default 0.5)."), {"value": "min_support"}),
+                                 "answer is withheld as a draft (default: the tenant's, else 0.5)."),
+     {"value": "min_support"}),
 )
 
 
@@ -242,7 +243,7 @@ class PolicyInput(graphene.InputObjectType):
     no_personalization = graphene.Boolean()
     traversal = graphene.String(description="sql (default) or age: where the walk reads the graph.")
     min_support = graphene.Float(description="The support (0 to 1) an answer read from the evidence needs "
-                                 "(default 0.5).")
+                                 "(default: the tenant's, else 0.5).")
 
 
 _CONCEPT = """

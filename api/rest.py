@@ -50,7 +50,8 @@ class QueryRequest(_Strict):
     no_personalization: bool = False
     traversal: Traversal | None = None
     min_support: float | None = Field(
-        None, ge=0, le=1, description="the support an answer read from the evidence needs (default 0.5)")
+        None, ge=0, le=1,
+        description="the support an answer read from the evidence needs (default: the tenant's, else 0.5)")
 
 
 class SearchRequest(_Strict):

@@ -52,7 +52,7 @@ def query(
                                   "Apache AGE mirror (age; `tortus-pg graph sync-age` first)."),
     min_support: float = typer.Option(
         None, "--min-support", help="tortus: the support (0 to 1) an answer read from the evidence needs, else it is "
-        "withheld (default 0.5)."
+        "withheld (default: the tenant's, else 0.5)."
     ),
     llm: bool = typer.Option(False, "--llm", help="tortus: write the answer with the configured LLM endpoint."),
     bm25_weight: float = typer.Option(1.0, "--bm25-weight", help="Weight of the BM25 leg in hybrid fusion."),

@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 
 from tortus_pg import tenants
+from tortus_pg.query.support import THRESHOLD
 
 from .context import console, owner_connection
 
@@ -31,10 +32,29 @@ def tenant_list(ctx: typer.Context) -> None:
     """List tenants with their source and node counts."""
     with owner_connection(ctx) as conn:
         rows = tenants.list_tenants(conn)
-    table = Table("tenant", "name", "sources", "nodes", "created")
+    table = Table("tenant", "name", "sources", "nodes", "support needed", "created")
     for t in rows:
-        table.add_row(t.tenant_id, t.name, str(t.sources), str(t.nodes), f"{t.created_at:%Y-%m-%d %H:%M}")
+        needed = "default" if t.min_support is None else f"{t.min_support:.2f}"
+        table.add_row(t.tenant_id, t.name, str(t.sources), str(t.nodes), needed, f"{t.created_at:%Y-%m-%d %H:%M}")
     console.print(table)
+
+
+@tenant_app.command("min-support")
+def tenant_min_support(
+    ctx: typer.Context,
+    tenant_id: str = typer.Argument(...),
+    value: float = typer.Argument(None, help="The support (0 to 1) an answer needs; leave out with --default."),
+    default: bool = typer.Option(False, "--default", help=f"Use the engine's default ({THRESHOLD}) again."),
+) -> None:
+    """Set the support the tenant's answers need when a question does not say (choose it on the
+    abstention curve `tortus-pg eval` prints for a golden set of the tenant's documents)."""
+    if (value is None) == (not default):
+        raise typer.BadParameter("give a value from 0 to 1, or --default")
+    with owner_connection(ctx) as conn:
+        tenants.set_min_support(conn, tenant_id, value)
+        conn.commit()
+    needed = f"{THRESHOLD:.2f} (the default)" if default else f"{value:.2f}"
+    console.print(f"tenant {tenant_id}: answers need support {needed}")
 
 
 @tenant_app.command("grant-login")

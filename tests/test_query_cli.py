@@ -168,3 +168,30 @@ def test_the_support_an_answer_needs_is_the_callers(demo: tuple[Path, dict[str, 
     assert not lenient["withheld"] and lenient["claims"] and lenient["confidence"] > 0
     bad = runner.invoke(app, ["--workspace", str(ws), "query", "x", "--min-support", "2"], env=env)
     assert bad.exit_code != 0 and "min_support must be a number from 0 to 1, got 2.0" in str(bad.exception)
+
+
+def test_a_tenant_has_its_own_support_needed_unless_the_question_says(demo: tuple[Path, dict[str, str]]) -> None:
+    ws, env = demo
+
+    def tenant(*args: str) -> str:
+        result = runner.invoke(app, ["--workspace", str(ws), "tenant", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    answered = query(ws, env, "What does clause 7.3.2 say?")
+    assert "tenant default: answers need support 1.00" in tenant("min-support", "default", "1")
+    try:
+        strict = query(ws, env, "What does clause 7.3.2 say?")
+        assert strict["withheld"] and f"support {answered['confidence']:.2f}, 1.00 needed" in " ".join(
+            strict["warnings"])
+        assert not query(ws, env, "What does clause 7.3.2 say?", "--min-support", "0.3")["withheld"]
+        listed = [line.split("│") for line in tenant("list").splitlines() if line.startswith("│ default")]
+        assert listed and listed[0][5].strip() == "1.00"
+    finally:
+        assert "answers need support 0.50 (the default)" in tenant("min-support", "default", "--default")
+    assert not query(ws, env, "What does clause 7.3.2 say?")["withheld"]
+    for bad in (["min-support", "default", "2"], ["min-support", "default"], ["min-support", "nobody", "0.4"]):
+        refused = runner.invoke(app, ["--workspace", str(ws), "tenant", *bad], env=env)
+        assert refused.exit_code != 0, bad
+    assert "min_support must be a number from 0 to 1" in str(runner.invoke(
+        app, ["--workspace", str(ws), "tenant", "min-support", "default", "2"], env=env).exception)

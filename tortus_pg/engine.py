@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from tortus_pg import age, telemetry
+from tortus_pg import telemetry
 from tortus_pg.db import generic_plans
 from tortus_pg.embed import Embedder
 from tortus_pg.errors import InvalidInput
@@ -38,6 +38,7 @@ from tortus_pg.query.refusal import Refusal
 from tortus_pg.query.seed import seed
 from tortus_pg.query.select import select
 from tortus_pg.query.state import Options, State
+from tortus_pg.query.tenant_policy import for_tenant
 from tortus_pg.query.walk import walk
 from tortus_pg.retrieve import check_text, embed_query
 from tortus_pg.scoring import Scorer, default_score
@@ -122,10 +123,7 @@ def answer(
     check_text(question, "question")
     if not 1 <= k <= MAX_EVIDENCE:
         raise InvalidInput(f"k must be between 1 and {MAX_EVIDENCE} evidence chunks")
-    if policy.semantic_group is not None:
-        _check_group(conn, policy.semantic_group)
-    if policy.traversal == "age":
-        age.require_mirror(conn)
+    policy = for_tenant(conn, policy)
     # The question is embedded before the clock starts: the first call may load a local model,
     # which is not the question's cost. Its time is reported with the stages.
     began = time.perf_counter()
@@ -177,14 +175,6 @@ def _stored(conn: psycopg.Connection, result: Answer, policy: TraversalPolicy, r
     except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
         result.warnings.append(f"the trace was not stored: it did not get through within {limit} ms")
         return None
-
-
-def _check_group(conn: psycopg.Connection, group: str) -> None:
-    """A semantic group must be a subgraph of the tenant: a misspelt one would restrict the walk
-    to nothing and pass for an unanswerable question."""
-    names = [r[0] for r in conn.execute("select name from tortus.subgraph order by name").fetchall()]
-    if group not in names:
-        raise InvalidInput(f"no subgraph {group!r}; this tenant has: {', '.join(names) or 'none'}")
 
 
 def _answer(state: State) -> Answer:

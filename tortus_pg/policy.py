@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from tortus_pg.errors import InvalidInput
-from tortus_pg.query.support import THRESHOLD
 
 PortalPreference = Literal["auto", "prefer", "avoid"]
 PORTAL_PREFERENCES: tuple[PortalPreference, ...] = ("auto", "prefer", "avoid")
@@ -51,7 +50,8 @@ class TraversalPolicy:
     min_support: the support (`query.support`, from 0 to 1) an extractive answer needs; below it
     the answer is withheld and shown as a draft. Lower answers more questions and withholds fewer
     of those the sources cannot answer; a golden set's abstention curve shows that trade on a
-    corpus (docs/evaluation.md)."""
+    corpus (docs/evaluation.md). None: the tenant's own (`tortus-pg tenant min-support`), else
+    `query.support.THRESHOLD`."""
 
     max_hops: int = 3
     max_ms: int = 3_000
@@ -63,7 +63,7 @@ class TraversalPolicy:
     explain: bool = False
     no_personalization: bool = False
     traversal: Traversal = "sql"
-    min_support: float = THRESHOLD
+    min_support: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -309,13 +309,13 @@ def _dense(
 def extractive(
     conn: psycopg.Connection, question: Question, evidence: Sequence[Source], chains: Sequence[Sequence[int]],
     terms: Terms, ts_config: str = "english", similarity: Similarity | None = None, bridges: bool = True,
-    min_support: float = THRESHOLD,
+    min_support: float | None = None,
 ) -> Synthesis:
     """Read the evidence chain (`query.read`) and answer with its sentences when the support
-    model (`query.support`) rates them at least `min_support`; otherwise withhold them as a draft (the
-    engine may follow a bridge they name to the rest of the answer). Checks of form withhold
-    whatever the support: an identifier the question names that no evidence mentions, a value
-    the question asks for (a time, a sum …) that no claim gives."""
+    model (`query.support`) rates them at least `min_support` (default THRESHOLD); otherwise
+    withhold them as a draft (the engine may follow a bridge they name to the rest of the
+    answer). Checks of form withhold whatever the support: an identifier the question names that
+    no evidence mentions, a value the question asks for (a time, a sum …) that no claim gives."""
     _, coverage, found = best_chain(conn, evidence, chains, terms, ts_config)
     missing = sorted(t for t in terms.weights if t not in found)
     kind = question.answer_type
@@ -326,8 +326,9 @@ def extractive(
     supported = model_for(similarity.name if similarity else None).probability(signals)
     verdict = _missing_identifiers(terms, found) or (None if claims else (Refusal.NO_SENTENCE, "")) \
         or _untyped(kind, claims)
-    if verdict is None and supported < min_support:
-        verdict = Refusal.LOW_SUPPORT, f"support {supported:.2f}, {min_support:.2f} needed"
+    needed = THRESHOLD if min_support is None else min_support
+    if verdict is None and supported < needed:
+        verdict = Refusal.LOW_SUPPORT, f"support {supported:.2f}, {needed:.2f} needed"
     if verdict is not None:
         refusal, detail = verdict
         confidence = 0.0 if refusal in CHECKS_OF_FORM else supported
@@ -347,7 +348,7 @@ def synthesize(
     synthesizer: Synthesizer | None = None,
     similarity: Similarity | None = None,
     bridges: bool = True,
-    min_support: float = THRESHOLD,
+    min_support: float | None = None,
 ) -> Synthesis:
     """An answer to `question`, whose terms are weighed, from `evidence` alone (extractive unless
     another synthesizer is given); `chains` groups evidence that may answer together (default:

@@ -16,6 +16,7 @@ from psycopg.rows import class_row
 
 from tortus_pg.db import ANALYST_ROLE, APP_ROLE, check_groups, check_tenant_id
 from tortus_pg.errors import DatabaseBusy, InvalidInput, TenantNotFound
+from tortus_pg.policy import make_policy
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ class Tenant:
     created_at: datetime
     sources: int
     nodes: int
+    min_support: float | None  # the support its answers need, when it has its own (`set_min_support`)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ def list_tenants(conn: psycopg.Connection) -> list[Tenant]:
             """
             select t.tenant_id, t.name, t.created_at,
                    (select count(*) from tortus.source s where s.tenant_id = t.tenant_id) as sources,
-                   (select count(*) from tortus.node n where n.tenant_id = t.tenant_id) as nodes
+                   (select count(*) from tortus.node n where n.tenant_id = t.tenant_id) as nodes,
+                   (t.settings->>'min_support')::float8 as min_support
             from tortus.tenant t order by t.tenant_id
             """
         ).fetchall()
@@ -105,6 +108,20 @@ def delete_tenant(conn: psycopg.Connection, tenant_id: str) -> None:
         raise TenantNotFound(f"no tenant {tenant_id!r}")
     with conn.transaction():
         conn.execute("select tortus.age_drop(%s)", [tenant_id])
+
+
+def set_min_support(conn: psycopg.Connection, tenant_id: str, value: float | None) -> None:
+    """Set the support the tenant's answers need when a question's policy sets none (chosen on
+    its golden set's abstention curve, docs/evaluation.md); None: the engine's default again."""
+    check_tenant_id(tenant_id)
+    if value is not None:
+        make_policy({"min_support": value})  # the same range a question's policy is held to
+    row = conn.execute(
+        "update tortus.tenant set settings = case when %(v)s::float8 is null then settings - 'min_support' "
+        "else settings || jsonb_build_object('min_support', %(v)s::float8) end where tenant_id = %(t)s returning 1",
+        {"v": value, "t": tenant_id}).fetchone()
+    if row is None:
+        raise TenantNotFound(f"no tenant {tenant_id!r}; create it with `tortus-pg tenant create {tenant_id}`")
 
 
 LoginRole = Literal["analyst", "app"]

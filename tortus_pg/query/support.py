@@ -14,6 +14,8 @@ signal measured (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import psycopg
+
 from tortus_pg.query.logistic import Model
 
 # The share of the question's weight the best evidence chain covers, the best claim's dense
@@ -38,3 +40,13 @@ def model_for(embedder: str | None) -> Model:
     it was fitted on."""
     return MODEL if embedder is not None and embedder == MODEL.embedder else LEXICAL
 
+
+
+_TENANT = "select (settings->>'min_support')::float8 from tortus.tenant where tenant_id = tortus.current_tenant()"
+
+
+def tenant_threshold(conn: psycopg.Connection) -> float:
+    """The support the current tenant's answers need: its own setting (`tortus-pg tenant
+    min-support`, chosen on its golden set's abstention curve), else THRESHOLD."""
+    row = conn.execute(_TENANT).fetchone()
+    return THRESHOLD if row is None or row[0] is None else float(row[0])
