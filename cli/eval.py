@@ -16,7 +16,7 @@ from rich.table import Table
 from tortus_pg.config import reveal
 from tortus_pg.embed import make_embedder
 from tortus_pg.errors import InvalidInput
-from tortus_pg.eval import datasets, runner, trec
+from tortus_pg.eval import abstention, datasets, runner, trec
 from tortus_pg.eval import report as report_lib
 from tortus_pg.eval.datasets import load_dataset
 from tortus_pg.eval.strategies import EXTERNAL_CMD_ENV, STRATEGIES, StrategyContext, parse_names
@@ -115,8 +115,10 @@ def _print_curves(twins: dict[str, Any], evaluation: runner.EvalRun) -> None:
 
 
 def _print_curve(title: str, points: list[dict[str, float]]) -> None:
-    """An abstention curve, every 0.1 of the support threshold."""
-    table = Table(title=title)
+    """An abstention curve, every 0.1 of the support threshold, and its best balance."""
+    best = abstention.best_balance([abstention.CurvePoint(**p) for p in points])
+    table = Table(title=title, caption=f"best balance of answered and withheld at support {best.threshold:.2f} "
+                  f"(answered {best.answered_when_answerable:.3f}, withheld {best.withheld_when_unanswerable:.3f})")
     for header in ("support threshold", "answered when answerable", "with the expected text",
                    "withheld when unanswerable"):
         table.add_column(header, justify="right")

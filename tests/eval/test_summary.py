@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from tortus_pg.eval import abstention
 from tortus_pg.eval.datasets import Dataset, Question
 from tortus_pg.eval.report import render
 from tortus_pg.eval.strategies import StrategyResult
@@ -54,6 +55,9 @@ def test_the_report_has_an_abstention_table(tmp_path: Path) -> None:
     # The golden set's own abstention curve, from its answerable questions and its negatives.
     assert "## Abstention curve of `engine` (answerable questions and the negatives)" in text
     assert "| 0.80 | 1.000 | 0.500 | 0.000 |" in text
+    # Every threshold up to 0.8 answers both answerable questions and withholds neither negative,
+    # every one above withholds all four: the balance is 0.5 everywhere, and the highest wins.
+    assert "The best balance of answering and withholding (their mean) is at support 1.00" in text
     assert (tmp_path / "abstention-negatives-engine.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -78,3 +82,11 @@ def test_paraphrases_are_counted_apart_from_the_originals_per_half() -> None:
     assert groups["paraphrases a / check"] == {"answerable": 1, "matched": 0, "answered": 0, "negatives": 0,
                                                "negatives_withheld": 0}
     assert groups["paraphrases a / tune"]["matched"] == 1 and groups["originals / tune"]["matched"] == 1
+
+
+def test_the_best_balance_of_a_curve_withholds_no_fewer_among_equals() -> None:
+    point = abstention.CurvePoint
+    curve = [point(0.3, 1.0, 0.6, 0.2), point(0.4, 0.8, 0.5, 0.6), point(0.5, 0.6, 0.4, 0.8), point(0.6, 0.2, 0.1, 1.0)]
+    # 0.4 and 0.5 both balance at 0.7: the higher threshold withholds more at no cost to the balance.
+    assert abstention.best_balance(curve) == curve[2]
+    assert abstention.best_balance(curve[:2]) == curve[1]

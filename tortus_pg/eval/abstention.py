@@ -59,6 +59,13 @@ def from_results(answerable: Sequence[dict[str, Any]], twins: Sequence[dict[str,
                  [float(m.get("support", 0.0)) for m in twins])
 
 
+def best_balance(points: Sequence[CurvePoint]) -> CurvePoint:
+    """The point whose mean of answered-when-answerable and withheld-when-unanswerable is highest
+    (of equals, the highest threshold: it withholds no fewer): a starting point for choosing a
+    corpus's `min_support`, to check on questions it was not chosen on."""
+    return max(points, key=lambda p: (round(p.balanced, 9), p.threshold))
+
+
 def to_json(points: Sequence[CurvePoint]) -> list[dict[str, float]]:
     return [{k: round(v, 4) for k, v in asdict(p).items()} for p in points]
 

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from tortus_pg.errors import InvalidInput
 from tortus_pg.eval import abstention
 from tortus_pg.eval.summary import ABSTENTION, TAXONOMY
+from tortus_pg.query.support import THRESHOLD
 
 TABLE_METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "all_gold@5")
 HEADINGS = {"recall@2": "R@2", "recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10", "mrr": "MRR",
@@ -126,12 +127,18 @@ def _curves(summary: dict[str, Any], done: dict[str, dict[str, Any]], out_dir: P
 def _curve(summary: dict[str, Any], name: str, points: list[dict[str, float]], unanswerable: str,
            png: Path) -> list[str]:
     curve = [abstention.CurvePoint(**p) for p in points]
-    abstention.plot(curve, f"{name} on {summary['dataset']} ({unanswerable})", png)
+    best = abstention.best_balance(curve)
+    abstention.plot(curve, f"{name} on {summary['dataset']} ({unanswerable})", png, chosen=best.threshold)
     rows = [[f"{p.threshold:.2f}", _f(p.answered_when_answerable), _f(p.answer_match),
              _f(p.withheld_when_unanswerable)] for p in curve[::2]]
     return [f"## Abstention curve of `{name}` (answerable questions and the {unanswerable})", "",
             *_table(["support threshold", "answered when answerable", "with the expected text",
-                     "withheld when unanswerable"], rows), "", f"![abstention curve]({png.name})", ""]
+                     "withheld when unanswerable"], rows), "",
+            f"The best balance of answering and withholding (their mean) is at support {best.threshold:.2f}: "
+            f"{_f(best.answered_when_answerable)} of the answerable questions answered "
+            f"({_f(best.answer_match)} with the expected text), {_f(best.withheld_when_unanswerable)} of the "
+            f"{unanswerable} withheld. The engine answers at {THRESHOLD:.2f} unless the tenant or the question "
+            "sets `min_support`.", "", f"![abstention curve]({png.name})", ""]
 
 
 class Miss(Enum):
