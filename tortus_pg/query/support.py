@@ -41,7 +41,6 @@ def model_for(embedder: str | None) -> Model:
     return MODEL if embedder is not None and embedder == MODEL.embedder else LEXICAL
 
 
-
 _TENANT = "select (settings->>'min_support')::float8 from tortus.tenant where tenant_id = tortus.current_tenant()"
 
 
