@@ -185,6 +185,19 @@ def test_what_is_the_date_of_asks_for_the_date_the_answering_sentence_gives() ->
     assert short == "3 March 1962"
 
 
+def test_in_a_chain_the_value_about_the_bridge_answers_before_the_first_statement_s() -> None:
+    # Both quoted sentences give a time; the question asks for the director's, which the
+    # sentence about the bridge gives, though the answer model rates the film's own sentence
+    # (the question's best match, and the one most like it) likelier.
+    question = "What is the date of birth of the director of film The Quiet Shore?"
+    items = [("The Quiet Shore", ["The Quiet Shore is a 1931 drama film directed by Ada Verhoeven."]),
+             ("Ada Verhoeven", ["Ada Verhoeven (4 May 1890 – 3 March 1962) was a Dutch painter."])]
+    weights = {"date": 1.0, "birth": 2.0, "director": 1.0, "film": 1.0, "quiet": 2.0, "shore": 2.0}
+    quoted, short = read(question, items, weights, dense=[0.8, 0.0])
+    assert quoted == [items[0][1][0], items[1][1][0]]
+    assert short == "4 May 1890"
+
+
 def test_the_answer_model_weighs_only_signals_the_reader_measures() -> None:
     sentences = [Sentence(0, 0, 10, "Ana Silva was born in Porto."), Sentence(1, 0, 10, "Porto lies on the Douro.")]
     page = Page(sentences, [words(s.text) for s in sentences], [set(), set()], ["Ana Silva", "Porto"], [0.4, 0.2],

@@ -215,8 +215,12 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
     first, values, typed = measured.first, measured.values, measured.arrays["typed"]
     likely = ANSWERS.probabilities(measured.arrays, len(page.sentences))
     chosen = quoted(measured, likely)
-    # The answering sentence holds a value of the asked type, the likeliest such one first.
-    answer = max(chosen, key=lambda j: (bool(typed[j]), likely[j]))
+    # The answering sentence holds a value of the asked type. In a chain, one about a bridge
+    # answers before the first statement: the question asks what the thing it names leads to
+    # ("the date of birth of the director of film X" is the director's, not the film's). Then
+    # the likeliest.
+    about = measured.arrays["about"]
+    answer = max(chosen, key=lambda j: (bool(typed[j]), bool(about[j]), likely[j]))
     # The short answer is new information: not the bridge the first statement already named.
     known = {x.casefold() for x in names_in(page.sentences[first].text)} if answer != first else set()
     fresh = [v for v in values[answer] if v.casefold() not in known]
