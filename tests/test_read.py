@@ -198,6 +198,25 @@ def test_in_a_chain_the_value_about_the_bridge_answers_before_the_first_statemen
     assert short == "4 May 1890"
 
 
+def test_a_word_the_first_statement_says_in_another_form_is_said() -> None:
+    # Lexemes as PostgreSQL's English stemmer gives them: "directed" is "direct", "director"
+    # stays "director". The first statement says the director ("directed by"), so the bridge's
+    # sentence saying "director" again adds nothing to it; the one saying where she was born does.
+    texts = ["The Quiet Shore is a 1931 drama film directed by Ada Verhoeven.",
+             "Ada Verhoeven (1890-1962) was a Dutch painter.", "She later worked as a director in Haarlem.",
+             "Born in Leiden, she studied in Paris."]
+    own = [{"quiet", "shore", "1931", "drama", "film", "direct", "ada", "verhoeven"},
+           {"ada", "verhoeven", "1890-1962", "dutch", "painter"}, {"later", "work", "director", "haarlem"},
+           {"born", "leiden", "studi", "pari"}]
+    sentences = [Sentence(min(i, 1), 0, len(t), t) for i, t in enumerate(texts)]
+    page = Page(sentences, own, [set()] * 4, ["The Quiet Shore", "Ada Verhoeven"])
+    question = "Where was the director of film The Quiet Shore born?"
+    weights = {"director": 2.0, "film": 1.0, "quiet": 2.0, "shore": 2.0, "born": 1.0}
+    reading = read_chain(page, weights, expected_type(question), frozenset(words(question)))
+    assert [texts[j] for j in reading.chosen] == [texts[0], texts[1], texts[3]]
+    assert "director" in reading.covered  # said by the chain's first statement
+
+
 def test_the_answer_model_weighs_only_signals_the_reader_measures() -> None:
     sentences = [Sentence(0, 0, 10, "Ana Silva was born in Porto."), Sentence(1, 0, 10, "Porto lies on the Douro.")]
     page = Page(sentences, [words(s.text) for s in sentences], [set(), set()], ["Ana Silva", "Porto"], [0.4, 0.2],

@@ -28,8 +28,8 @@ the model's weights are fitted on public multi-hop sets (`benchmarks/fit_reader.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -47,6 +47,7 @@ ANSWERS = Model(-2.679, {"typed": 0.791, "dense": 1.312, "about": 0.852, "rest":
                          "opens": 0.761, "names": 0.73})
 JOIN = 0.6  # a sentence joins the first when ANSWERS rates it at least this (both classes weighing alike)
 STARTS = 2  # the best matches that compete as the chain's first statement (`signals`)
+FORM = 5  # the letters the shorter of two forms of a word has at least (`_in_other_forms`)
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,9 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
     those measured from the first (`_from_first`). The STARTS best matches (lexical + typed/2 +
     dense/2 + keyed/4) compete as the first: each is worth its match and what the likeliest
     sentence about a bridge it names adds to it as the answer (`ANSWERS`), so the statement that
-    leads on to the answer starts the chain, not the one matching one word more."""
+    leads on to the answer starts the chain, not the one matching one word more. A sentence
+    says a word of the question it writes in another form (`_in_other_forms`)."""
+    page = _in_other_forms(page, weights)
     sentences, n = page.sentences, len(page.sentences)
     sets = _in_context(page.own, page.context, weights)
     lexical = np.array(lexical_shares(page.own, page.context, weights))
@@ -143,6 +146,20 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
     first, arrays = max(starts, key=lambda start: match[start[0]] + _leads_on(start[0], start[1], n))
     lacks = kind is not None and kind.required and not base["typed"][first]
     return Signals(first, values, arrays, sets, lacks, bridges)
+
+
+def _in_other_forms(page: Page, terms: Iterable[str]) -> Page:
+    """`page` with each sentence's lexemes, and its heading's, joined by the question's terms it
+    writes in another form of the word: of the two lexemes one begins the other and the shorter
+    has FORM letters or more ("direct", of "directed by", says "director"; "found" says
+    "founder"). PostgreSQL's English stemmer keeps such derived words apart."""
+    asked = list(terms)
+
+    def widened(lexemes: set[str]) -> set[str]:
+        return lexemes | {t for t in asked if t not in lexemes and any(
+            min(len(t), len(x)) >= FORM and (t.startswith(x) or x.startswith(t)) for x in lexemes)}
+
+    return replace(page, own=[widened(s) for s in page.own], context=[widened(s) for s in page.context])
 
 
 def _leads_on(first: int, arrays: dict[str, np.ndarray], n: int) -> float:
