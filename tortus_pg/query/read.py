@@ -11,6 +11,9 @@ asked ("kestrel-3 is backed up to s3://…"). The reader measures every sentence
 - `dense`: its embedding's cosine similarity to the question's, when an embedder is at hand;
 - `keyed`: its subject (its opening words) is what the question names.
 
+A sentence says a word of the question that it writes in another form (`_in_other_forms`:
+"directed by" says "director").
+
 The names a statement gives that the question does not are bridges. The first statement is one
 of the STARTS best matches (lexical + typed/2 + dense/2 + keyed/4): the one whose match, with
 what the likeliest sentence about its bridges adds to it as the answer, is worth most. A chain
@@ -20,7 +23,8 @@ whether a sentence holds the answer (`ANSWERS`), from what each adds to the firs
 question's weight it covers that the first does not), its type, its similarity, whether it is
 about a bridge, from the first's group of evidence, opens its item or names something new; the
 likeliest join the first while the model rates them at least JOIN. The answer quotes at most
-MAX_CLAIMS. Nothing here is keyed to a corpus: the weights of the question's terms come from the
+MAX_CLAIMS; of them, the sentence giving a value of the asked type answers, in a chain one about a
+bridge first. Nothing here is keyed to a corpus: the weights of the question's terms come from the
 tenant's BM25 statistics, the types from the question's form, the bridges from the evidence, and
 the model's weights are fitted on public multi-hop sets (`benchmarks/fit_reader.py`).
 """
