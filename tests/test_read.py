@@ -217,6 +217,18 @@ def test_a_word_the_first_statement_says_in_another_form_is_said() -> None:
     assert "director" in reading.covered  # said by the chain's first statement
 
 
+@pytest.mark.parametrize(("question", "sentence", "short"), [
+    ("When did Ada Verhoeven die?", "Ada Verhoeven (4 May 1890 – 3 March 1962) was a Dutch painter.", "3 March 1962"),
+    ("What is the date of death of Ada Verhoeven?", "Ada Verhoeven (1890 - 1962) was a painter.", "1962"),
+    ("When was Ada Verhoeven born?", "Ada Verhoeven (4 May 1890 – 3 March 1962) was a Dutch painter.", "4 May 1890"),
+    ("Where did Ada Verhoeven die?", "Ada Verhoeven (born in Haarlem – died in Leiden) was a painter.", "Leiden"),
+    # No span joins the first two dates: the first is the death's.
+    ("When did Ada Verhoeven die?", "Ada Verhoeven died in 1962; her brother lived 1893–1960.", "1962"),
+])
+def test_a_question_about_a_death_takes_the_end_of_a_life_span(question: str, sentence: str, short: str) -> None:
+    assert read(question, [("Ada Verhoeven", [sentence])])[1] == short
+
+
 def test_the_answer_model_weighs_only_signals_the_reader_measures() -> None:
     sentences = [Sentence(0, 0, 10, "Ana Silva was born in Porto."), Sentence(1, 0, 10, "Porto lies on the Douro.")]
     page = Page(sentences, [words(s.text) for s in sentences], [set(), set()], ["Ana Silva", "Porto"], [0.4, 0.2],

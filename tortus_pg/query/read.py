@@ -52,6 +52,8 @@ ANSWERS = Model(-2.679, {"typed": 0.791, "dense": 1.312, "about": 0.852, "rest":
 JOIN = 0.6  # a sentence joins the first when ANSWERS rates it at least this (both classes weighing alike)
 STARTS = 2  # the best matches that compete as the chain's first statement (`signals`)
 FORM = 5  # the letters the shorter of two forms of a word has at least (`_in_other_forms`)
+DEATH = frozenset({"die", "died", "dies", "death", "dead"})  # a question's words asking about a death
+_SPAN_DASH = re.compile(r"[–—]|\s-\s")  # what joins the two ends of a span ("1874 – 1954")
 
 
 @dataclass(frozen=True)
@@ -244,12 +246,25 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
     answer = max(chosen, key=lambda j: (bool(typed[j]), bool(about[j]), likely[j]))
     # The short answer is new information: not the bridge the first statement already named.
     known = {x.casefold() for x in names_in(page.sentences[first].text)} if answer != first else set()
-    fresh = [v for v in values[answer] if v.casefold() not in known]
-    short = next(iter(fresh or values[answer]), None)
+    short = short_answer(page.sentences[answer].text, values[answer], known, asked)
     # What the chain's statements leave unsaid is what a bridge is followed to; the sentences
     # the model adds answer, but they do not redirect the chain.
     found = frozenset(t for j in chain(measured, likely) if j in chosen for t in measured.covered[j] if t in weights)
     return Reading(chosen, answer, short, found)
+
+
+def short_answer(text: str, values: Sequence[str], known: set[str], asked: frozenset[str]) -> str | None:
+    """The short answer of the answering sentence `text`: the first of its `values` (of the asked
+    type) that is new, not a name the first statement gave (`known`, casefolded). For a question
+    about a death, the second when a dash joins the first two as a span does: "(6 May 1874 in
+    Melbourne – 17 January 1954 in Fontana)" gives the death's date and place after its dash."""
+    fresh = [v for v in values if v.casefold() not in known] or list(values)
+    if asked & DEATH and len(fresh) > 1:
+        start = text.find(fresh[0])
+        end = text.find(fresh[1], start + len(fresh[0])) if start >= 0 else -1
+        if end >= 0 and _SPAN_DASH.search(text, start + len(fresh[0]), end):
+            return fresh[1]
+    return next(iter(fresh), None)
 
 
 def chain(measured: Signals, likely: np.ndarray) -> list[int]:
