@@ -229,6 +229,12 @@ def test_a_question_about_a_death_takes_the_end_of_a_life_span(question: str, se
     assert read(question, [("Ada Verhoeven", [sentence])])[1] == short
 
 
+def test_the_end_of_a_life_span_is_read_inside_the_span() -> None:
+    # The span gives no place of death; the adjective after it is no answer.
+    sentence = "Ada Verhoeven (1890, Haarlem – 1962) was a Dutch painter."
+    assert read("Where did Ada Verhoeven die?", [("Ada Verhoeven", [sentence])])[1] != "Dutch"
+
+
 def test_the_answer_model_weighs_only_signals_the_reader_measures() -> None:
     sentences = [Sentence(0, 0, 10, "Ana Silva was born in Porto."), Sentence(1, 0, 10, "Porto lies on the Douro.")]
     page = Page(sentences, [words(s.text) for s in sentences], [set(), set()], ["Ana Silva", "Porto"], [0.4, 0.2],

@@ -256,14 +256,17 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
 def short_answer(text: str, values: Sequence[str], known: set[str], asked: frozenset[str]) -> str | None:
     """The short answer of the answering sentence `text`: the first of its `values` (of the asked
     type) that is new, not a name the first statement gave (`known`, casefolded). For a question
-    about a death, the second when a dash joins the first two as a span does: "(6 May 1874 in
-    Melbourne – 17 January 1954 in Fontana)" gives the death's date and place after its dash."""
+    about a death, the second as the text gives them when a dash joins the first two as a span
+    does: "(6 May 1874 in Melbourne – 17 January 1954 in Fontana)" gives the death's date and
+    place after its dash, inside the span ("(1911, Berlin – 1979) was a German …" gives no place
+    of death)."""
     fresh = [v for v in values if v.casefold() not in known] or list(values)
-    if asked & DEATH and len(fresh) > 1:
-        start = text.find(fresh[0])
-        end = text.find(fresh[1], start + len(fresh[0])) if start >= 0 else -1
-        if end >= 0 and _SPAN_DASH.search(text, start + len(fresh[0]), end):
-            return fresh[1]
+    placed = sorted((text.find(v), v) for v in fresh if v in text)
+    if asked & DEATH and len(placed) > 1:
+        (start, first), (end, second) = placed[:2]
+        dash = _SPAN_DASH.search(text, start + len(first), end)
+        if dash is not None and ")" not in text[dash.end():end]:
+            return second
     return next(iter(fresh), None)
 
 
