@@ -21,6 +21,8 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("how often must signing keys be rotated?", "an amount"),
     ("What percentage of requests may be retries?", "an amount"),
     ("Which team owns the Checkout Gateway?", "a name"),
+    ("What nationality is the director of Sinister?", "a nationality"),
+    ("What is the nationality of the band's singer?", "a nationality"),
     ("What does error code E-1042 mean?", None),
     ("Who decided when to rotate keys?", "a person"),  # "when" not at the opening
     ("Whose signature is required?", "a person"),
@@ -138,6 +140,8 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
      ["Leeds", "Ona Vale"]),
     ("Which studio made it?", "It was made in May 1950 by Harbour Pictures.", ["Harbour Pictures"]),
     ("When was the director born?", "Ona Vale was born on 14 May 1900.", ["14 May 1900"]),
+    # A nationality is a proper adjective before a common noun, the description's first.
+    ("What nationality is the painter?", "In 1920 Ona Vale (1890–1962) was a Dutch painter in Paris.", ["Dutch"]),
     # An ISO date is one value, though the question says its year.
     ("When was the design behind the June 2024 incident accepted?", "| Accepted on | 2024-05-20 |", ["2024-05-20"]),
 ])

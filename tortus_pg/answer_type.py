@@ -9,8 +9,9 @@ its freshness target of 60 seconds). The patterns are deliberately permissive: a
 date, a clock time, a period ("every 90 days") or an ordering ("before expiry"); an amount may
 be written in digits or words. Other questions ("Which team …", "What does … mean") have no
 expected type, nor do questions in languages other than English, whose openings these
-patterns do not read. "Who …" asks for a person, "Where …" / "Which city …" for a place and
-"Which / What <noun> …" for a name; those are not required of an answer (capitalised words are
+patterns do not read. "Who …" asks for a person, "Where …" / "Which city …" for a place, "What
+nationality …" for a nationality (a proper adjective: "a Swedish actor") and "Which / What
+<noun> …" for a name; those are not required of an answer (capitalised words are
 in every sentence), but they tell the reader which sentence of a chain answers and which span
 of it is the short answer (`AnswerType.values`). "What is the <noun> of …" asks for what its
 noun names, as "Which <noun> …" does, after the noun's modifiers: "the date of death" a time,
@@ -203,6 +204,16 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
         in_place=re.compile(r"\b(?:in|from|at|of|to)\s+(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:city|country|state"
                             r"|region|town|county|province|village|continent)\W*$|\bwhere\W*$", re.I),
         cue=re.compile(r"\b(?:in|at|from|near)\s+(?:the\s+)?$", re.I),
+        names=True,
+    ),
+    AnswerType(
+        "a nationality",
+        re.compile(r"^\W*(?:what|which)\s+(?:nationality|citizenship)\b|" + _copula("nationality|citizenship"), re.I),
+        # A proper adjective: a capitalised word before a common noun ("a Swedish actor").
+        re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)*(?=\s+[a-z])"),
+        required=False,
+        # What a description says just before it: "… is an American director", "was a 1949 British film".
+        cue=re.compile(r"\b(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(?:\d{4}\s+)?$", re.I),
         names=True,
     ),
     AnswerType(
