@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tortus_pg.answer_type import names_in
-from tortus_pg.query.read import MAX_CLAIMS, Reading, Sentence
+from tortus_pg.query.read import DEATH, MAX_CLAIMS, Reading, Sentence
 
 
 class Order(Enum):
@@ -52,7 +52,6 @@ _OPTIONS = (
 ROLE_WORDS = ("director|composer|author|writer|producer|performer|creator|founder|father|mother|spouse|husband|wife"
               "|singer|lyricist|editor|screenwriter|architect|designer")
 _ROLES = re.compile(rf"\b(?:the|whose|its|their)\s+({ROLE_WORDS})\b", re.I)
-_DEATH = re.compile(r"\b(?:died|die|death|dead)\b", re.I)
 _YEAR = re.compile(r"(?<!\d)(?<!\d[,.])(1[0-9]{3}|20[0-9]{2})(?!\d|[,.]\d)")
 # A number, with its thousands separated or not ("1,250", "5, the lead included").
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?!\w|,\d)")
@@ -89,7 +88,8 @@ def comparison_of(question: str) -> Comparison | None:
     role = _ROLES.search(asking)
     # "the Pterocarya": a lowercase article is not part of the name; "The Exies" keeps its own.
     options = (found.group("a").strip().removeprefix("the "), found.group("b").strip().removeprefix("the "))
-    return Comparison(options, order, _DEATH.search(asking) is not None, role.group(1).casefold() if role else None)
+    death = bool(DEATH & set(re.findall(r"\w+", asking)))
+    return Comparison(options, order, death, role.group(1).casefold() if role else None)
 
 
 def pick(comparison: Comparison, sentences: Sequence[Sentence], labels: Sequence[str],
