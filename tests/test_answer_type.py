@@ -28,7 +28,8 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("Whose signature is required?", "a person"),
     ("Where are the backups written?", "a place"),
     ("In which city is the team based?", "a place"),
-    ("What is the queue called?", None),
+    ("What is the queue called?", "a name"),
+    ("What is the RabbitMQ queue called that declarations are put on?", "a name"),
     ("How does the gateway retry?", None),
     ("What went wrong?", None),
     ("What happened to the ledger?", None),
@@ -39,6 +40,8 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in
     ("In the country it serves, what percentage of parcels arrive late?", "an amount"),
     ("According to the runbook, how long before expiry are certificates renewed?", "a duration or length"),
     ("For how long are the keys kept?", "a duration or length"),
+    ("How quickly must a Sev1 page be acknowledged?", "a duration or length"),
+    ("How soon is the certificate renewed?", "a duration or length"),
     # A comma clause after anything else is a relative or an apposition, not the question: the
     # whole sentence asks, here in place ("… in what profession?").
     ("The pilot, who flew alone, worked in what profession?", "a name"),
@@ -142,6 +145,12 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
     ("When was the director born?", "Ona Vale was born on 14 May 1900.", ["14 May 1900"]),
     # A nationality is a proper adjective before a common noun, the description's first.
     ("What nationality is the painter?", "In 1920 Ona Vale (1890–1962) was a Dutch painter in Paris.", ["Dutch"]),
+    # An initial is part of a name; a code span is a value of its own, and a list item's first
+    # word (after its bullet or emphasis) opens a sentence.
+    ("Who makes his first appearance?", "Waylon J. Smithers Jr. first appears here.", ["Waylon J. Smithers Jr"]),
+    ("Which queue carries reminders?", "- Replace `msg-outbound` with `msg-outbound-priority` for reminders.",
+     ["msg-outbound", "msg-outbound-priority"]),
+    ("Which status was set?", "**Status:** Accepted", ["Accepted"]),
     # An ISO date is one value, though the question says its year.
     ("When was the design behind the June 2024 incident accepted?", "| Accepted on | 2024-05-20 |", ["2024-05-20"]),
 ])

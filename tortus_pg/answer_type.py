@@ -50,11 +50,15 @@ _PERIODS = "daily|weekly|monthly|quarterly|yearly|annually|nightly|hourly|every|
 
 # A name: capitalised words (with the small words names carry inside them), an identifier
 # ("kestrel-3", "cdg.submissions", "E-1042") or a code span ("`elig.degraded_mode`").
+# An initial inside a name ("Waylon J. Smithers Jr.") is a capital and a full stop.
+_INITIAL = r"[A-Z]\.(?=\s+[A-Z])"
 _NAME = (r"`[^`\n]{1,80}`|(?<![\w.-])(?:[A-Za-z]+[\w]*[-_.:/#][\w.:/#-]*\w|#[\w-]+)"
-         r"|\b[A-Z][\w'’&-]*(?:\s+(?:(?:of|de|del|da|di|von|van|der|the|and|&|for|on|la|le)\s+)*[A-Z0-9][\w'’&-]*)*")
-_PERSON = r"\b[A-Z][a-z'’-]+(?:\s+(?:(?:de|del|da|di|von|van|der|le|la)\s+)*[A-Z][\w'’-]+)+"
-# A lone capitalised word opening a sentence or a line is the sentence's first word, not a name.
-_OPENING = re.compile(r"(?:^|[.!?:;|]\s+|\n\s*)$")
+         rf"|\b[A-Z][\w'’&-]*(?:\s+(?:(?:of|de|del|da|di|von|van|der|the|and|&|for|on|la|le)\s+)*(?:{_INITIAL}"
+         r"|[A-Z0-9][\w'’&-]*))*")
+_PERSON = rf"\b[A-Z][a-z'’-]+(?:\s+(?:(?:de|del|da|di|von|van|der|le|la)\s+)*(?:{_INITIAL}|[A-Z][\w'’-]+))+"
+# A lone capitalised word opening a sentence or a line (after a list's bullet or emphasis) is the
+# sentence's first word, not a name.
+_OPENING = re.compile(r"(?:^[\s*•>#-]*|[.!?:;|]\s+|\n[\s*•>#-]*)$")
 
 
 # Closed-class words that open sentences capitalised without naming anything.
@@ -135,7 +139,9 @@ class AnswerType:
         for m in self.answer.finditer(text):
             if m.end() == m.start():
                 continue
-            if runs and re.fullmatch(r"[ ,]{1,2}", text[runs[-1][1]:m.start()]):
+            # A code span is a value of its own ("Replace `msg-outbound`" is no name).
+            coded = "`" in (text[m.start()], text[runs[-1][1] - 1]) if runs else False
+            if runs and not coded and re.fullmatch(r"[ ,]{1,2}", text[runs[-1][1]:m.start()]):
                 runs[-1] = (runs[-1][0], m.end())
             else:
                 runs.append((m.start(), m.end()))
@@ -172,7 +178,7 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
     ),
     AnswerType(
         "a duration or length",
-        re.compile(r"^\W*(?:(?:for|by|in)\s+)?how\s+long\b"
+        re.compile(r"^\W*(?:(?:for|by|in)\s+)?how\s+(?:long|quickly|soon)\b"
                    r"|" + _copula("period|duration|interval|window|lifetime|timeout|length"), re.I),
         re.compile(rf"(?:{_NUMBER}|\b(?:{_NUMBER_WORDS}|a|an)\b)\s*-?\s*(?:{_UNITS})\b"
                    r"|\b(?:indefinitely|forever|permanently)\b", re.I),
@@ -221,7 +227,9 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
         re.compile(r"^\W*(?:(?:in|at|from|to|on|by|for|of|with|under)\s+)?(?:which|what)\s+(?!(?:is|was|are|were|does"
                    r"|do|did|has|have|had|can|could|will|would|should|must|may|might|shall|happen\w*|went|goes"
                    r"|caus\w*|made|makes?|kind|sort|type)\b)[a-z]"
-                   r"|" + _copula("name|title"), re.I),
+                   r"|" + _copula("name|title")
+                   # "What is the queue called …?"
+                   + r"|^\W*what\s+(?:is|was|are|were)\s+(?:the\s+)?(?:[\w'’-]+\s+){1,4}?called\b", re.I),
         re.compile(_NAME),
         required=False,
         # "… the wife of what singer?": "what" or "which" and its noun ending the question, not opening it
