@@ -48,10 +48,10 @@ _UNITS = (
 _PERIODS = "daily|weekly|monthly|quarterly|yearly|annually|nightly|hourly|every|indefinitely|forever"
 
 
-# A name: capitalised words (with the small words names carry inside them), an identifier
-# ("kestrel-3", "cdg.submissions", "E-1042") or a code span ("`elig.degraded_mode`").
 # An initial inside a name ("Waylon J. Smithers Jr.") is a capital and a full stop.
 _INITIAL = r"[A-Z]\.(?=\s+[A-Z])"
+# A name: capitalised words (with the small words names carry inside them and their initials),
+# an identifier ("kestrel-3", "cdg.submissions", "E-1042") or a code span ("`elig.degraded_mode`").
 _NAME = (r"`[^`\n]{1,80}`|(?<![\w.-])(?:[A-Za-z]+[\w]*[-_.:/#][\w.:/#-]*\w|#[\w-]+)"
          rf"|\b[A-Z][\w'’&-]*(?:\s+(?:(?:of|de|del|da|di|von|van|der|the|and|&|for|on|la|le)\s+)*(?:{_INITIAL}"
          r"|[A-Z0-9][\w'’&-]*))*")
@@ -140,8 +140,8 @@ class AnswerType:
             if m.end() == m.start():
                 continue
             # A code span is a value of its own ("Replace `msg-outbound`" is no name).
-            coded = "`" in (text[m.start()], text[runs[-1][1] - 1]) if runs else False
-            if runs and not coded and re.fullmatch(r"[ ,]{1,2}", text[runs[-1][1]:m.start()]):
+            if (runs and re.fullmatch(r"[ ,]{1,2}", text[runs[-1][1]:m.start()])
+                    and "`" not in (text[m.start()], text[runs[-1][1] - 1])):
                 runs[-1] = (runs[-1][0], m.end())
             else:
                 runs.append((m.start(), m.end()))
