@@ -130,8 +130,9 @@ def _render(result: Answer, explain: bool) -> None:
         short = f"short answer: {result.short_answer}; " if result.short_answer else ""
         console.print(f"{short}confidence {result.confidence:.2f}")
         for claim in result.claims:
-            page = f" p.{claim['page']}" if claim.get("page") else ""
-            console.print(f"  [{claim['citation']}] {claim['uri']}{page} chars {claim['span'][0]}-{claim['span'][1]}")
+            page = f" p.{claim.page}" if claim.page else ""
+            chars = f" chars {claim.span[0]}-{claim.span[1]}" if claim.span else ""
+            console.print(f"  [{claim.citation}] {claim.uri or '(no source)'}{page}{chars}")
     for warning in result.warnings:
         console.print(f"! {warning}", style="yellow")
     if not explain:
@@ -139,16 +140,16 @@ def _render(result: Answer, explain: bool) -> None:
     tree = Tree(Text(result.question, style="bold"))
     nodes: dict[object, Tree] = {}
     for hop in result.path:
-        parent = tree if hop["edge_type"] == "search" else nodes.get(hop.get("from_id"))
-        start = "" if parent is not None else f"{hop['from']} "  # a concept the question names
+        parent = tree if hop.searched else nodes.get(hop.source_id)
+        start = "" if parent is not None else f"{hop.source} "  # a concept the question names
         branch = (parent or tree).add(
-            Text.assemble(start, (hop["edge_type"], "cyan"), f" → {hop['to']}  ", (hop.get("reason") or "", "dim"))
+            Text.assemble(start, (hop.edge_type, "cyan"), f" → {hop.target}  ", (hop.reason or "", "dim"))
         )
-        for item in hop["evidence"][:1]:
-            branch.add(Text.assemble((f"“{_quote(item['text'])}”", "green"), " ", (item["uri"], "dim")))
-        nodes[hop.get("to_id")] = branch
+        for item in hop.evidence[:1]:
+            branch.add(Text.assemble((f"“{_quote(item.text)}”", "green"), " ", (item.uri or "", "dim")))
+        nodes[hop.target_id] = branch
     console.print(tree)
     if result.diagnostics.get("answer_type"):
         console.print(f"the question asks for {result.diagnostics['answer_type']}", style="dim")
-    budget = ", ".join(f"{name} {b['used']}/{b['limit']}" for name, b in result.budget.items())
+    budget = ", ".join(f"{name} {b['used']}/{b['limit']}" for name, b in result.budget.to_json().items())
     console.print(f"budget: {budget}; trace {result.trace_id}", style="dim")

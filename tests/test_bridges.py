@@ -127,7 +127,7 @@ def test_a_comparison_through_a_role_follows_each_option_to_its_person(corpus: p
     question = "Are the directors of films Red Dust and Blue Hour from the same country?"
     out = engine.answer(corpus, question, embedder=HashEmbedder(384), k=3, store=False)
     # Ada Quill's page is reached from Blue Hour's sentence naming her, not by the search.
-    followed = [hop["to"] for hop in out.path if hop["reason"].startswith("follows ")]
+    followed = [hop.target for hop in out.path if hop.reason and hop.reason.startswith("follows ")]
     assert "quill.md > Ada Quill" in followed
     assert (out.answer or "").startswith("No. Ona Vale (born 1931) is a Brevanian film director. [1] "
                                          "Ada Quill (born 1944) is an Ostrian film director. [2]")

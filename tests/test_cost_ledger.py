@@ -67,7 +67,7 @@ def test_ingest_and_questions_are_costed_step_by_step(url: str, tmp_path: Path, 
         names = [step for _, step, _, _ in stages]
         assert {"seed", "walk", "synthesis", "total"} <= set(names)
         total = next(row for row in stages if row[1] == "total")
-        assert total[3] == question.budget["tokens"]["used"] and total[2] == question.budget["ms"]["used"]
+        assert total[3] == question.budget.tokens.used and total[2] == question.budget.ms.used
     with connect(url) as conn:
         create_tenant(conn, "costs-other")
         with tenant_scope(conn, "costs-other") as other:  # a tenant sees its own costs only

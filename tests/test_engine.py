@@ -28,6 +28,7 @@ from tortus_pg.policy import TraversalPolicy, make_policy
 from tortus_pg.query.clock import Clock
 from tortus_pg.query.read import ANSWERS as ANSWER_MODEL
 from tortus_pg.query.read import quoted
+from tortus_pg.query.results import Claim, ClaimSupport, PathHop, Use
 from tortus_pg.query.seed import WALK_SEEDS
 from tortus_pg.query.select import select_evidence
 from tortus_pg.retrieve import MAX_QUERY_CHARS, Hit
@@ -107,16 +108,16 @@ def source_text(conn: psycopg.Connection, uri: str, start: int, end: int) -> str
     return str(row[0])
 
 
-def walk_hops(a: Answer) -> list[dict[str, Any]]:
-    return [h for h in a.path if h["edge_type"] != "search"]
+def walk_hops(a: Answer) -> list[PathHop]:
+    return [h for h in a.path if not h.searched]
 
 
 def test_clause_question_is_answered_from_the_clause(ask: Ask, db: psycopg.Connection) -> None:
     a = ask(CLAUSE)
     assert not a.withheld and a.answer
     claim = a.claims[0]
-    assert claim["uri"].endswith("information-security-policy.pdf")
-    assert "90 days" in source_text(db, claim["uri"], *claim["span"])
+    assert str(claim.uri).endswith("information-security-policy.pdf") and claim.span is not None
+    assert "90 days" in source_text(db, str(claim.uri), *claim.span)
     assert a.evidence[0].label.endswith("clause 7.3.2") and a.evidence[0].text.startswith("7.3.2 ")
 
 
@@ -138,11 +139,11 @@ def test_every_hop_of_the_path_has_evidence(ask: Ask, db: psycopg.Connection, qi
     a = ask(GOLDEN[qid])
     assert a.path
     for hop in a.path:
-        assert hop["evidence"], hop
-        for item in hop["evidence"]:
-            start, end = item["span"]
-            assert item["uri"] and start < end and item["text"], hop
-            assert source_text(db, item["uri"], start, end) == item["text"]
+        assert hop.evidence, hop
+        for item in hop.evidence:
+            start, end = item.span
+            assert item.uri and start < end and item.text, hop
+            assert source_text(db, item.uri, start, end) == item.text
 
 
 def test_some_multi_hop_answer_walks_two_hops_to_its_evidence(ask: Ask) -> None:
@@ -151,9 +152,9 @@ def test_some_multi_hop_answer_walks_two_hops_to_its_evidence(ask: Ask) -> None:
         a = ask(GOLDEN[qid], policy=TraversalPolicy(explain=True))  # every evidence path, answered or not
         hops, evidence = walk_hops(a), {e.node_id for e in a.evidence}
         chains += [(first, second) for first in hops for second in hops
-                   if first["to_id"] == second["from_id"] and second["to_id"] in evidence]
+                   if first.target_id == second.source_id and second.target_id in evidence]
     assert chains
-    assert all(item["text"].strip() for chain in chains for hop in chain for item in hop["evidence"])
+    assert all(item.text.strip() for chain in chains for hop in chain for item in hop.evidence)
 
 
 # Asked "Which team …", the typed relations answer (below); asked "Who …", the quoted sentences do.
@@ -164,11 +165,11 @@ def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:
     # The incident names Key Vault as the cause; who owns Key Vault is in Key Vault's own document.
     a = ask(BRIDGED)
     assert a.answer is not None and "Platform Team" in a.answer
-    assert [c["uri"].rsplit("/", 1)[-1] for c in a.claims][:2] == ["inc-2025-014.md", "key-vault.md"]
-    hops = [(h["from"], h["edge_type"], h["to"]) for h in a.path]
+    assert [str(c.uri).rsplit("/", 1)[-1] for c in a.claims][:2] == ["inc-2025-014.md", "key-vault.md"]
+    hops = [(h.source, h.edge_type, h.target) for h in a.path]
     assert any(kind == "mentions" and to == "Key Vault" for _, kind, to in hops)
     assert any(src == "Key Vault" and to.startswith("Key Vault >") for src, _, to in hops)
-    assert a.budget["hops"]["used"] <= 2 and a.budget["tokens"]["used"] <= a.budget["tokens"]["limit"]
+    assert a.budget.hops.used <= 2 and a.budget.tokens.used <= a.budget.tokens.limit
 
 
 # Smoke checks on the demo (the mechanisms have fixture tests of their own): the table row keyed
@@ -182,48 +183,49 @@ ANSWERS = {"q02": "Ledger write timed out", "q13": "Platform Team",
 def test_answers_contain_what_the_golden_set_expects(ask: Ask, qid: str) -> None:
     a = ask(GOLDEN[qid])
     assert not a.withheld and a.answer is not None and ANSWERS[qid] in a.answer, (a.answer, a.warnings)
-    assert all(c["support"] == "supported" and c["span"][0] < c["span"][1] for c in a.claims)
+    assert all(c.support is ClaimSupport.SUPPORTED and c.span and c.span[0] < c.span[1] for c in a.claims)
 
 
 def test_a_which_question_is_answered_by_the_chain_of_typed_relations(ask: Ask, db: psycopg.Connection) -> None:
     a = ask(GOLDEN["q13"])
-    assert [c["relation"] for c in a.claims] == ["INC-2025-014 caused by Key Vault", "Key Vault owned by Platform Team"]
-    assert [(h["from"], h["edge_type"], h["to"]) for h in a.path[:2]] == [
+    assert [c.relation for c in a.claims] == ["INC-2025-014 caused by Key Vault", "Key Vault owned by Platform Team"]
+    assert [(h.source, h.edge_type, h.target) for h in a.path[:2]] == [
         ("INC-2025-014", "caused_by", "Key Vault"), ("Key Vault", "owned_by", "Platform Team")]
     for claim in a.claims:  # each claim quotes its span, inside the evidence item it cites
-        item = a.evidence[claim["evidence"]]
-        assert item.start <= claim["span"][0] < claim["span"][1] <= item.end
-        assert " ".join(source_text(db, claim["uri"], *claim["span"]).split()) == claim["text"]
-    assert a.ranking[:2] == [a.evidence[c["evidence"]].node_id for c in a.claims]
-    assert a.budget["hops"]["used"] == 2
+        assert claim.evidence is not None and claim.span is not None
+        item = a.evidence[claim.evidence]
+        assert item.start <= claim.span[0] < claim.span[1] <= item.end
+        assert " ".join(source_text(db, str(claim.uri), *claim.span).split()) == claim.text
+    assert a.ranking[:2] == [a.evidence[c.evidence].node_id for c in a.claims if c.evidence is not None]
+    assert a.budget.hops.used == 2
 
 
 def test_a_three_hop_chain_takes_three_hops_of_budget(ask: Ask, db: psycopg.Connection) -> None:
     # Checkout Gateway -> Ledger Service -> ... -> ADR-011 (which moved its cluster to NVMe): through
     # the cluster, or through the incident the migration caused.
     a = ask(GOLDEN["q15"])
-    assert a.answer is not None and "ADR-011" in a.answer and a.budget["hops"]["used"] == 3
-    typed = [h for h in a.path if h["edge_type"] != "search"][:3]
+    assert a.answer is not None and "ADR-011" in a.answer and a.budget.hops.used == 3
+    typed = [h for h in a.path if not h.searched][:3]
     first, last = typed[0], typed[-1]
-    assert (first["from"], first["edge_type"], first["to"]) == ("Checkout Gateway", "depends_on", "Ledger Service")
-    assert "ADR-011" in (last["from"], last["to"]) and last["edge_type"] in ("affects", "caused_by")
+    assert (first.source, first.edge_type, first.target) == ("Checkout Gateway", "depends_on", "Ledger Service")
+    assert "ADR-011" in (last.source, last.target) and last.edge_type in ("affects", "caused_by")
     for hop in typed:
-        assert hop["evidence"] and all(source_text(db, i["uri"], *i["span"]) == i["text"] for i in hop["evidence"])
+        assert hop.evidence and all(source_text(db, str(i.uri), *i.span) == i.text for i in hop.evidence)
     # The edges never say the cluster moved; the title of the document about ADR-011 does.
     title = a.claims[-1]
-    assert title["text"] == "ADR-011: Move Postgres Cluster A to local NVMe storage"
-    assert source_text(db, title["uri"], *title["span"]) == title["text"]
+    assert title.text == "ADR-011: Move Postgres Cluster A to local NVMe storage" and title.span is not None
+    assert source_text(db, str(title.uri), *title.span) == title.text
     within_two = ask(GOLDEN["q15"], policy=TraversalPolicy(max_hops=2))
-    assert within_two.budget["hops"]["used"] <= 2 and "ADR-011 affects" not in (within_two.answer or "")
+    assert within_two.budget.hops.used <= 2 and "ADR-011 affects" not in (within_two.answer or "")
 
 
 def test_a_followed_bridge_ranks_after_the_chunk_naming_it(ask: Ask) -> None:
     a = ask(BRIDGED)
-    bridged = [h for h in a.path if h["reason"] and h["reason"].startswith("follows ")]
+    bridged = [h for h in a.path if h.reason and h.reason.startswith("follows ")]
     assert bridged, a.path
-    target, via = bridged[-1]["to_id"], bridged[-1]["from_id"]
-    source = next(h["from_id"] for h in a.path if h.get("to_id") == via and h["edge_type"] == "mentions")
-    assert a.ranking.index(target) == a.ranking.index(source) + 1
+    target, via = bridged[-1].target_id, bridged[-1].source_id
+    source = next(h.source_id for h in a.path if h.target_id == via and h.edge_type == "mentions")
+    assert source is not None and a.ranking.index(target) == a.ranking.index(source) + 1
 
 
 def test_a_bridge_makes_room_by_dropping_evidence_nothing_quotes() -> None:
@@ -232,12 +234,12 @@ def test_a_bridge_makes_room_by_dropping_evidence_nothing_quotes() -> None:
         return Evidence(node_id, "x", "u", 0, len(text), None, text, 0.0, "seed")
 
     evidence = [item(1, 40), item(2, 30), item(3, 20), item(4, 10)]  # 100 tokens
-    quoting = Synthesis("a", False, 1.0, [{"evidence": 1}], 1.0, [])
+    quoting = Synthesis("a", False, 1.0, [Claim("a", 1, 1, "u", None, (0, 1))], 1.0, [])
     # The last unquoted items go first; the quoted one and the bridge's source stay.
     assert [e.node_id for e in make_room(evidence, quoting, 3, 95) or []] == [1, 2, 3]
     assert [e.node_id for e in make_room(evidence, quoting, 3, 75) or []] == [2, 3]
     assert make_room(evidence, quoting, 3, 49) is None  # 30 + 20 cannot shrink
-    drafted = Synthesis(None, True, 0.0, [], 0.4, [], draft=[{"evidence": 3}])
+    drafted = Synthesis(None, True, 0.0, [], 0.4, [], draft=[Claim("d", 1, 3, "u", None, (0, 1))])
     assert [e.node_id for e in make_room(evidence, drafted, 1, 60) or []] == [1, 4]
     assert make_room(evidence, quoting, 3, 100) == evidence
 
@@ -267,7 +269,7 @@ def test_one_hop_answers_do_not_follow_bridges(ask: Ask) -> None:
 def test_an_exhausted_time_budget_degrades_the_answer(ask: Ask) -> None:
     a = ask(CLAUSE, policy=TraversalPolicy(max_ms=1))
     assert a.diagnostics["degraded"] and any(w.startswith("degraded:") for w in a.warnings), a.warnings
-    assert a.withheld and a.budget["ms"]["limit"] == 1
+    assert a.withheld and a.budget.ms.limit == 1
 
 
 def test_a_stage_over_its_time_is_cancelled_and_the_transaction_goes_on(engine_url: str) -> None:
@@ -311,27 +313,26 @@ def test_an_autocommit_connection_gets_a_transaction_for_the_stages(engine_url: 
 def test_evidence_fits_the_token_budget(ask: Ask) -> None:
     policy, _ = make_policy({"max_tokens": 50})
     a = ask(CLAUSE, policy=policy)
-    assert a.evidence and 0 < a.budget["tokens"]["used"] <= 50
-    assert sum(len(e.text.split()) for e in a.evidence) == a.budget["tokens"]["used"]
+    assert a.evidence and 0 < a.budget.tokens.used <= 50
+    assert sum(len(e.text.split()) for e in a.evidence) == a.budget.tokens.used
 
 
 def test_one_hop_walks_start_at_the_seeds(ask: Ask) -> None:
     # With max_hops 1 every walk edge leaves a node the walk starts from: a search seed or a
     # concept the question names. The default policy reaches further.
-    used = [ask(GOLDEN[qid]).budget["hops"]["used"] for qid in MULTI_HOP]
+    used = [ask(GOLDEN[qid]).budget.hops.used for qid in MULTI_HOP]
     assert 1 < max(used) <= TraversalPolicy().max_hops
     a = ask(CLAUSE, policy=TraversalPolicy(max_hops=1, explain=True))  # explain: every evidence path
     starts = {s["node_id"] for s in a.diagnostics["seeds"][:WALK_SEEDS]} | set(a.diagnostics["named_concepts"])
-    assert walk_hops(a) and all(h["from_id"] in starts for h in walk_hops(a))
-    assert a.budget["hops"] == {"limit": 1, "used": 1}
+    assert walk_hops(a) and all(h.source_id in starts for h in walk_hops(a))
+    assert a.budget.hops == Use(limit=1, used=1)
 
 
 def test_budgets_report_their_limits_and_use(ask: Ask) -> None:
     policy = TraversalPolicy(max_hops=3, max_ms=2_000, max_tokens=900)
     budget = ask(CLAUSE, policy=policy).budget
-    assert {name: b["limit"] for name, b in budget.items() if name != "portal_hops"} == {
-        "ms": 2_000, "hops": 3, "tokens": 900}
-    assert budget["ms"]["used"] > 0 and 0 < budget["tokens"]["used"] <= 900
+    assert (budget.ms.limit, budget.hops.limit, budget.tokens.limit) == (2_000, 3, 900)
+    assert budget.ms.used > 0 and 0 < budget.tokens.used <= 900
 
 
 def test_statement_timeout_is_restored(ask: Ask, db: psycopg.Connection) -> None:
@@ -354,7 +355,7 @@ def test_stored_trace_is_visible_to_its_tenant_only(owner: psycopg.Connection, e
         row = db.execute("select withheld, query from tortus.trace_overview where trace_id = %s", [a.trace_id])
         assert row.fetchone() == (a.withheld, GOLDEN["q13"])
         hops = db.execute("select edge_type from tortus.trace_hops where trace_id = %s order by ordinal", [a.trace_id])
-        assert [r[0] for r in hops.fetchall()] == [h["edge_type"] for h in a.path]
+        assert [r[0] for r in hops.fetchall()] == [h.edge_type for h in a.path]
     create_tenant(owner, "other")
     with tenant_scope(owner, "other") as other:
         assert other.execute("select 1 from tortus.trace_overview where trace_id = %s", [a.trace_id]).fetchone() is None
@@ -407,7 +408,7 @@ def test_a_quoted_source_that_a_newer_one_overrules_is_flagged(ask: Ask, db: psy
     # supersedes and contradicts the runbook is not in the evidence, but its edges are found
     # from what the claim names.
     a = ask(GOLDEN["q24"])
-    assert a.answer and any("Checkout Retry Runbook" in c["text"] for c in a.claims)
+    assert a.answer and any("Checkout Retry Runbook" in c.text for c in a.claims)
     found = {c["statement"]: c["evidence"] for c in a.diagnostics["contradictions"]}
     assert {"ADR-007 supersedes Checkout Retry Runbook", "ADR-007 contradicts Checkout Retry Runbook"} <= found.keys()
     assert "Note: the sources disagree: " in a.answer and "ADR-007 supersedes Checkout Retry Runbook" in a.answer
@@ -417,7 +418,7 @@ def test_a_quoted_source_that_a_newer_one_overrules_is_flagged(ask: Ask, db: psy
 
 def test_disagreement_note_concerns_the_sources_the_answer_cites(ask: Ask) -> None:
     a = ask(GOLDEN["q09"])  # bank file cut-off: nothing to do with retries
-    assert a.answer and a.claims[0]["uri"].endswith("payout-scheduler.html")
+    assert a.answer and str(a.claims[0].uri).endswith("payout-scheduler.html")
     assert "sources disagree" not in a.answer
 
 
@@ -448,4 +449,4 @@ def test_the_reader_fit_records_what_the_engine_reads(ask: Ask, embedder: Embedd
     assert recorder.last is not None
     measured, sentences = recorder.last
     chosen = quoted(measured, ANSWER_MODEL.probabilities(measured.arrays, len(sentences)))
-    assert [sentences[j].text for j in chosen] == [c["text"] for c in plain.claims]
+    assert [sentences[j].text for j in chosen] == [c.text for c in plain.claims]

@@ -95,6 +95,7 @@ def test_shard_crossings_are_read_in_the_coordinates_the_walk_used(conn: psycopg
     from tortus_pg import tenants
     from tortus_pg.db import tenant_scope
     from tortus_pg.query import paths
+    from tortus_pg.query.results import PathHop
 
     tenants.create_tenant(conn, "sh")
     with tenant_scope(conn, "sh"):
@@ -102,7 +103,7 @@ def test_shard_crossings_are_read_in_the_coordinates_the_walk_used(conn: psycopg
             "insert into tortus.node (tenant_id, kind, key, label, theta, phi, props) values "
             "('sh', 'chunk', 'a', 'a', 0.1, 0.1, '{\"layouts\": {\"random\": [0.1, 0.1]}}'), "
             "('sh', 'chunk', 'b', 'b', 0.2, 0.2, '{\"layouts\": {\"random\": [3.5, 3.5]}}') returning node_id"))
-        hop = {"from_id": a, "to_id": b}
-        assert [h["shard_crossing"] for h in paths._mark_shard_crossings(conn, [dict(hop)], None)] == [False]
-        assert [h["shard_crossing"] for h in paths._mark_shard_crossings(conn, [dict(hop)], "random")] == [True]
-        assert [h["shard_crossing"] for h in paths._mark_shard_crossings(conn, [dict(hop)], "euclidean")] == [False]
+        hop = PathHop("a", a, "b", b, "mentions", 1.0, None, ())
+        assert [h.shard_crossing for h in paths._mark_shard_crossings(conn, [hop], None)] == [False]
+        assert [h.shard_crossing for h in paths._mark_shard_crossings(conn, [hop], "random")] == [True]
+        assert [h.shard_crossing for h in paths._mark_shard_crossings(conn, [hop], "euclidean")] == [False]

@@ -4,7 +4,6 @@ checked against the evidence they cite (served by a local OpenAI-compatible serv
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import psycopg
@@ -16,6 +15,7 @@ from tortus_pg.evidence import Evidence
 from tortus_pg.llm import ChatClient
 from tortus_pg.query.question import Question
 from tortus_pg.query.refusal import Refusal
+from tortus_pg.query.results import Claim, ClaimSupport
 from tortus_pg.query.support import THRESHOLD, model_for
 from tortus_pg.query.terms import lexemes, question_terms
 from tortus_pg.synth import LLMSynthesizer, Synthesis, synthesize
@@ -43,13 +43,13 @@ def ask(db: psycopg.Connection, text: str, names: Sequence[str] = ()) -> Questio
     return Question(text, np.zeros(0, dtype=np.float32), (), (), question_terms(db, text, names=names))
 
 
-def quoted(out: Synthesis) -> list[dict[str, Any]]:
+def quoted(out: Synthesis) -> list[Claim]:
     """The claims the reader chose, answered or kept as the draft of a withheld answer."""
     return out.claims or out.draft
 
 
 def texts(out: Synthesis) -> str:
-    return " ".join(c["text"] for c in quoted(out))
+    return " ".join(c.text for c in quoted(out))
 
 
 def llm_answer(*claims: tuple[str, list[int]], answerable: bool = True) -> str:
@@ -59,10 +59,10 @@ def llm_answer(*claims: tuple[str, list[int]], answerable: bool = True) -> str:
 def test_extractive_quotes_the_sentence_and_cites_its_exact_span(db: psycopg.Connection) -> None:
     out = synthesize(db, ask(db, "How often must signing keys be rotated?"), EVIDENCE)
     claim = quoted(out)[0]
-    assert claim["uri"] == "security/policy.pdf" and claim["page"] == 2 and "90 days" in claim["text"]
-    start, end = claim["span"]
-    assert CLAUSE[start - 100 : end - 100] == claim["text"]
-    assert claim["citation"] == 1
+    assert claim.uri == "security/policy.pdf" and claim.page == 2 and "90 days" in claim.text
+    assert claim.span is not None and claim.citation == 1
+    start, end = claim.span
+    assert CLAUSE[start - 100 : end - 100] == claim.text
 
 
 def test_a_missing_identifier_withholds_whatever_the_support(db: psycopg.Connection) -> None:
@@ -93,7 +93,7 @@ def test_table_rows_are_quoted_but_not_their_header(db: psycopg.Connection) -> N
     table = [Evidence(3, "Error codes > Ledger errors", "payments/error-codes.html", 0, len(TABLE), None, TABLE,
                       0.0, "seed")]
     out = synthesize(db, ask(db, "What does the code E-2107 mean, and may it be retried?"), table)
-    assert [c["text"] for c in quoted(out)] == ["| E-2107 | Ledger write timed out | Yes, same key |"]
+    assert [c.text for c in quoted(out)] == ["| E-2107 | Ledger write timed out | Yes, same key |"]
 
 
 def test_a_sentence_matching_only_its_heading_is_not_quoted(db: psycopg.Connection) -> None:
@@ -104,7 +104,7 @@ def test_a_sentence_matching_only_its_heading_is_not_quoted(db: psycopg.Connecti
                 Evidence(6, "INC-2025-014 > Impact", "incidents/inc-2025-014.md", 0, len(said), None, said, 0.0,
                          "seed")]
     out = synthesize(db, ask(db, "Which error did merchants receive?"), evidence, [[0, 1]])
-    assert [c["text"] for c in quoted(out)] == [said]
+    assert [c.text for c in quoted(out)] == [said]
 
 
 def seed(node_id: int, label: str, uri: str, text: str) -> Evidence:
@@ -126,7 +126,7 @@ def test_the_sentence_about_an_identifier_a_claim_resolves_to_follows_it(db: psy
     table = seed(12, "Error codes > Transport errors", "payments/error-codes.html", rows)
     evidence = [seed(11, "INC-2025-014 > Summary", INCIDENT, SUMMARY), table]
     out = synthesize(db, ask(db, MERCHANTS), evidence, [[0, 1]])
-    assert [c["text"] for c in quoted(out)][:2] == [SUMMARY, "| E-1042 | Upstream TLS handshake failed | Yes |"]
+    assert [c.text for c in quoted(out)][:2] == [SUMMARY, "| E-1042 | Upstream TLS handshake failed | Yes |"]
     # The bridge links the chunks even when nothing else groups them.
     assert "E-1042 | Upstream" in texts(synthesize(db, ask(db, MERCHANTS), evidence, [[0], [1]]))
     # A claim naming no identifier beyond the question's resolves nothing.
@@ -139,7 +139,7 @@ def test_a_passage_title_repeated_as_its_first_line_is_not_quoted(db: psycopg.Co
     text = f"{title}\n\nKey Vault stores the signing keys and certificates of the Platform Team."
     passage = [Evidence(8, title, "platform/key-vault.md", 0, len(text), None, text, 0.0, "seed")]
     out = synthesize(db, ask(db, "Which team's service is Key Vault?"), passage)
-    assert [c["text"] for c in quoted(out)] == [text.split("\n\n")[1]]
+    assert [c.text for c in quoted(out)] == [text.split("\n\n")[1]]
 
 
 MOVED = "ADR-011 moved Postgres Cluster A to hosts with local NVMe drives. The move finished on 12 May 2025."
@@ -149,9 +149,9 @@ def test_a_question_asking_for_a_time_gets_the_sentence_giving_one(db: psycopg.C
     moved = [Evidence(7, "ADR-011 > Decision", "platform/adr-011.md", 0, len(MOVED), None, MOVED, 0.0, "seed")]
     out = synthesize(db, ask(db, "When did ADR-011 move Postgres Cluster A to NVMe drives?"), moved)
     # The first sentence covers every word of the question; the second adds only the date.
-    assert [c["text"] for c in quoted(out)] == [MOVED.split(". ")[0] + ".", "The move finished on 12 May 2025."]
+    assert [c.text for c in quoted(out)] == [MOVED.split(". ")[0] + ".", "The move finished on 12 May 2025."]
     what = synthesize(db, ask(db, "Where did ADR-011 move Postgres Cluster A?"), moved)
-    assert [c["text"] for c in what.claims] == [MOVED.split(". ")[0] + "."]
+    assert [c.text for c in what.claims] == [MOVED.split(". ")[0] + "."]
 
 
 def test_lexemes_are_remembered_per_configuration(db: psycopg.Connection) -> None:
@@ -171,8 +171,8 @@ def test_llm_claims_are_checked_against_the_evidence_they_cite(db: psycopg.Conne
         out = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         prompt = server.bodies("/v1/chat/completions")[0]["messages"][1]["content"]
     assert "[1] " + CLAUSE in prompt and "[2] " + OWNER in prompt
-    assert [c["support"] for c in out.claims] == ["supported", "unsupported"]
-    assert out.claims[0]["uri"] == "security/key-vault.md" and not out.withheld
+    assert [c.support for c in out.claims] == [ClaimSupport.SUPPORTED, ClaimSupport.UNSUPPORTED]
+    assert out.claims[0].uri == "security/key-vault.md" and not out.withheld
     assert out.warnings == ["claim 2 is not supported by the evidence it cites"]
     assert 0 < out.confidence < out.coverage
 
@@ -184,7 +184,7 @@ def test_llm_without_a_supported_claim_or_saying_unanswerable_withholds(db: psyc
             ChatClient(server.base_url, None, "chat") as chat:
         first = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
         second = synthesize(db, ask(db, "Which team owns Key Vault?"), EVIDENCE, synthesizer=LLMSynthesizer(chat))
-    assert first.withheld and first.claims[0]["support"] == "unsupported"
+    assert first.withheld and first.claims[0].support is ClaimSupport.UNSUPPORTED
     assert second.withheld and second.warnings == ["answer withheld: the model found no answer"]
 
 
@@ -196,7 +196,7 @@ def test_llm_claims_must_give_the_kind_of_answer_asked_for(db: psycopg.Connectio
             ChatClient(server.base_url, None, "chat") as chat:
         first = synthesize(db, rotated, EVIDENCE, synthesizer=LLMSynthesizer(chat))
         second = synthesize(db, rotated, EVIDENCE, synthesizer=LLMSynthesizer(chat))
-    assert first.withheld and first.claims[0]["support"] == "supported"
+    assert first.withheld and first.claims[0].support is ClaimSupport.SUPPORTED
     assert first.warnings == [Refusal.NO_VALUE_OF_TYPE.message("an amount")]
     assert not second.withheld and second.answer is not None and "90 days" in second.answer
 
@@ -230,8 +230,8 @@ def test_a_table_row_reads_under_its_column_headers(db: psycopg.Connection) -> N
     evidence = [seed(21, "Database inventory", "inventory.md", f"{prose}\n\n{rows}")]
     out = synthesize(db, ask(db, "What recovery window does the cluster of the Billing Ledger have?",
                              ["Billing Ledger"]), evidence)
-    assert quoted(out)[0]["text"] == "| heron-1 | Billing Ledger | 35 days |"
-    assert {"recoveri", "window"} <= set(quoted(out)[0]["matched_terms"])  # from the headers
+    assert quoted(out)[0].text == "| heron-1 | Billing Ledger | 35 days |"
+    assert {"recoveri", "window"} <= set(quoted(out)[0].matched_terms or ())  # from the headers
 
 
 ORIGINS = [("Ledger Service", "The Ledger Service is a Brevanian payments system run by the Platform Team."),
@@ -250,7 +250,7 @@ def test_a_sameness_question_is_answered_yes_or_no_before_the_origins_quoted(
     out = synthesize(db, ask(db, question, names=[label for label, _ in items]), evidence)
     assert not out.withheld and out.answer is not None
     assert out.answer.startswith(f"{verdict} {items[0][1]} [1] {items[1][1]} [2]")
-    assert out.claims[0]["short_answer"] == verdict.rstrip(".").casefold()
+    assert out.claims[0].short_answer == verdict.rstrip(".").casefold()
 
 
 def test_a_comparison_is_answered_by_the_option_picked_before_the_values_quoted(db: psycopg.Connection) -> None:

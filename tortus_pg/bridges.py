@@ -108,11 +108,13 @@ def follow(
         return None
     bridges: dict[int, _Bridge] = {}
     for place, claim in enumerate(synthesis.claims or synthesis.draft):
-        source = evidence[claim["evidence"]]
+        if claim.evidence is None or claim.span is None:
+            continue
+        source = evidence[claim.evidence]
         before = reached.get(source.node_id)
         if (len(before.path) - 1 if before is not None and before.path else 0) + 2 > policy.max_hops:
             continue
-        near = {"chunk": source.node_id, "start": claim["span"][0], "end": claim["span"][1], "named": named,
+        near = {"chunk": source.node_id, "start": claim.span[0], "end": claim.span[1], "named": named,
                 "limit": BRIDGES_PER_CLAIM}
         for concept, label, in_claim in conn.execute(pinned(_BRIDGES, tenant), near).fetchall():
             bridges.setdefault(concept, _Bridge(concept, label, source, place, before, in_claim))
@@ -192,7 +194,7 @@ def make_room(evidence: Sequence[Evidence], synthesis: Synthesis, source: int, b
     """The evidence trimmed to `budget` tokens for a bridge's chunk: the last items first, never
     one the claims (or the draft) quote nor the chunk the bridge was followed from; None when
     that is not enough. The chunk a bridge leads to is worth more than evidence nothing quotes."""
-    quoted = {c["evidence"] for c in synthesis.claims or synthesis.draft if c.get("evidence") is not None}
+    quoted = {c.evidence for c in synthesis.claims or synthesis.draft if c.evidence is not None}
     kept = list(evidence)
     used = sum(len(e.text.split()) for e in kept)
     for i in reversed(range(len(kept))):

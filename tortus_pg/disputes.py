@@ -10,6 +10,7 @@ import psycopg
 
 from tortus_pg.db import pinned
 from tortus_pg.evidence import Evidence
+from tortus_pg.query.results import Claim
 
 _CONTRADICTIONS = """
 with chunk_span as materialized (
@@ -78,16 +79,16 @@ limit 5
 """
 
 
-def superseded(conn: psycopg.Connection, claims: Sequence[dict[str, Any]],
+def superseded(conn: psycopg.Connection, claims: Sequence[Claim],
                 evidence: Sequence[Evidence], tenant: str | None = None) -> list[dict[str, Any]]:
     """`supersedes` and `contradicts` edges against what the claims quote: a runbook a newer
     decision overrides, a record another one disputes, wherever that edge is stated."""
-    cited = [c for c in claims if c.get("evidence") is not None]
+    cited = [(c.evidence, c.span) for c in claims if c.evidence is not None and c.span is not None]
     if not cited:
         return []
     return _statements(conn.execute(pinned(_SUPERSEDED, tenant), {
-        "nodes": [evidence[c["evidence"]].node_id for c in cited], "starts": [c["span"][0] for c in cited],
-        "ends": [c["span"][1] for c in cited]}).fetchall())
+        "nodes": [evidence[i].node_id for i, _ in cited], "starts": [span[0] for _, span in cited],
+        "ends": [span[1] for _, span in cited]}).fetchall())
 
 
 def _statements(rows: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from tortus_pg.query.portals import through_portals
 from tortus_pg.query.question import analyse
 from tortus_pg.query.rank import rank
 from tortus_pg.query.refusal import Refusal
+from tortus_pg.query.results import Budget, Claim, PathHop
 from tortus_pg.query.seed import seed
 from tortus_pg.query.select import select
 from tortus_pg.query.state import Options, State
@@ -70,11 +71,11 @@ class Answer:
     answer: str | None
     withheld: bool
     confidence: float
-    path: list[dict[str, Any]]
+    path: list[PathHop]
     evidence: list[Evidence]
-    claims: list[dict[str, Any]]
+    claims: list[Claim]
     warnings: list[str]
-    budget: dict[str, Any]
+    budget: Budget
     diagnostics: dict[str, Any]
     ranking: list[int] = field(default_factory=list)  # every candidate chunk, best first
     trace_id: int | None = None
@@ -85,19 +86,19 @@ class Answer:
         """The span of the asked type in the claim that answers, when the reader found one."""
         if self.withheld:
             return None
-        return next((c["short_answer"] for c in self.claims if c.get("short_answer")), None)
+        return next((c.short_answer for c in self.claims if c.short_answer), None)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "question": self.question, "answer": self.answer, "short_answer": self.short_answer,
             "withheld": self.withheld, "refusal": self.refusal.name if self.refusal else None,
-            "confidence": round(self.confidence, 4), "path": self.path,
+            "confidence": round(self.confidence, 4), "path": [hop.to_json() for hop in self.path],
             "evidence": [
                 {"node_id": e.node_id, "label": e.label, "uri": e.uri, "span": [e.start, e.end], "page": e.page,
                  "text": e.text, "score": round(e.score, 6), "origin": e.origin}
                 for e in self.evidence
             ],
-            "claims": self.claims, "warnings": self.warnings, "budget": self.budget,
+            "claims": [c.to_json() for c in self.claims], "warnings": self.warnings, "budget": self.budget.to_json(),
             "diagnostics": self.diagnostics, "trace_id": self.trace_id,
         }
 

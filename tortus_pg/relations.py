@@ -19,6 +19,7 @@ import numpy as np
 import psycopg
 
 from tortus_pg.evidence import Evidence, Reached, chunk_info
+from tortus_pg.query.results import Claim
 from tortus_pg.query.terms import Terms, lexemes
 from tortus_pg.synth import SUPPORTED, Synthesis, cited_text
 
@@ -286,6 +287,6 @@ def answer(
     return items, synthesis, reach
 
 
-def _claim(quote: Quote, relation: str, citation: int, evidence: int) -> dict[str, Any]:
-    return {"text": " ".join(quote.text.split()), "citation": citation, "evidence": evidence, "uri": quote.uri,
-            "page": quote.page, "span": [quote.start, quote.end], "support": "supported", "relation": relation}
+def _claim(quote: Quote, relation: str, citation: int, evidence: int) -> Claim:
+    return Claim(" ".join(quote.text.split()), citation, evidence, quote.uri, quote.page, (quote.start, quote.end),
+                 relation=relation)

@@ -11,9 +11,9 @@ answer instead; its claims are checked against the evidence they cite.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 from pydantic import Field
@@ -26,6 +26,7 @@ from tortus_pg.query.both import judge as judge_membership
 from tortus_pg.query.compare import lead_with_pick
 from tortus_pg.query.read import Page, Sentence, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
+from tortus_pg.query.results import Claim, ClaimSupport
 from tortus_pg.query.same import judge as judge_sameness
 from tortus_pg.query.same import lead_with_verdict
 from tortus_pg.query.support import THRESHOLD, model_for
@@ -60,12 +61,12 @@ class Synthesis:
     answer: str | None
     withheld: bool
     confidence: float
-    claims: list[dict[str, Any]]
+    claims: list[Claim]
     coverage: float
     missing: list[str]
     warnings: list[str] = field(default_factory=list)
     missing_from_claims: list[str] = field(default_factory=list)  # question terms no claim covers
-    draft: list[dict[str, Any]] = field(default_factory=list)  # claims of an answer withheld for low coverage
+    draft: list[Claim] = field(default_factory=list)  # claims of an answer withheld for low coverage
     # What the support model reads of the claims, answered or drafted (`query.support`): the
     # best chain's coverage, whether the question names a documented thing, the best claim's
     # dense similarity.
@@ -73,9 +74,9 @@ class Synthesis:
     refusal: Refusal | None = None  # why it is withheld
 
 
-def cited_text(claims: Sequence[Mapping[str, Any]]) -> str:
+def cited_text(claims: Sequence[Claim]) -> str:
     """An answer's text: each claim followed by its citation number ("… [1] … [2]")."""
-    return " ".join(f"{c['text']} [{c['citation']}]" for c in claims)
+    return " ".join(f"{c.text} [{c.citation}]" for c in claims)
 
 
 class Similarity(Protocol):
@@ -150,10 +151,10 @@ def _missing_identifiers(terms: Terms, found: set[str]) -> Verdict:
     return (Refusal.MISSING_IDENTIFIER, ", ".join(missing_ids)) if missing_ids else None
 
 
-def _untyped(kind: AnswerType | None, claims: Sequence[Mapping[str, Any]]) -> Verdict:
+def _untyped(kind: AnswerType | None, claims: Sequence[Claim]) -> Verdict:
     """A question asking for a checkable value (a time, a sum, a duration, an amount) that no
     claim gives is not answered, however well the claims match it."""
-    if kind is None or not kind.required or any(kind.given_by(c["text"]) for c in claims):
+    if kind is None or not kind.required or any(kind.given_by(c.text) for c in claims):
         return None
     return Refusal.NO_VALUE_OF_TYPE, kind.name
 
@@ -241,7 +242,7 @@ class Read:
     similarity of a claim to the question, and the verdict of a question asking for a judgment
     (the option a comparison picks, yes or no)."""
 
-    claims: list[dict[str, Any]]
+    claims: list[Claim]
     covered: set[str]
     dense: float
     verdict: str | None = None
@@ -275,12 +276,11 @@ def _read(
     for n, j in enumerate(reading.chosen, 1):
         s = sentences[j]
         item = evidence[s.evidence]
-        claims.append({
-            "text": s.text, "citation": n, "evidence": s.evidence, "uri": item.uri, "page": item.page,
-            "span": [item.start + s.start, item.start + s.end], "support": "supported",
-            "matched_terms": sorted(t for t in own[j] | context[j] if t in terms.weights),
-            **({"short_answer": reading.short} if j == reading.answer and reading.short else {}),
-        })
+        claims.append(Claim(
+            s.text, n, s.evidence, item.uri, item.page, (item.start + s.start, item.start + s.end),
+            matched_terms=tuple(sorted(t for t in own[j] | context[j] if t in terms.weights)),
+            short_answer=reading.short if j == reading.answer and reading.short else None,
+        ))
     best = max((dense[j] for j in reading.chosen), default=0.0) if dense else 0.0
     return Read(claims, set(reading.covered), best, reading.verdict)
 
@@ -417,7 +417,7 @@ class LLMSynthesizer:
                              refusal=Refusal.MODEL_DECLINED)
         claim_sets = lexemes(conn, [c.text for c in drafted], ts_config)
         cited_sets = lexemes(conn, [evidence[i].text for i in chain], ts_config)
-        claims: list[dict[str, Any]] = []
+        claims: list[Claim] = []
         notes: list[str] = []
         for n, (claim, words) in enumerate(zip(drafted, claim_sets, strict=True), 1):
             cited = [c for c in dict.fromkeys(claim.citations) if 1 <= c <= len(chain)]
@@ -427,20 +427,19 @@ class LLMSynthesizer:
             if not supported:
                 notes.append(f"claim {n} is not supported by the evidence it cites")
             first = evidence[chain[cited[0] - 1]] if cited else None
-            claims.append({
-                "text": claim.text.strip(), "citation": n, "evidence": chain[cited[0] - 1] if cited else None,
-                "uri": first.uri if first else None, "page": first.page if first else None,
-                "span": [first.start, first.end] if first else None,
-                "support": "supported" if supported else "unsupported", "support_share": round(share, 3),
-            })
-        if not any(c["support"] == "supported" for c in claims):
+            claims.append(Claim(
+                claim.text.strip(), n, chain[cited[0] - 1] if cited else None, first.uri if first else None,
+                first.page if first else None, (first.start, first.end) if first else None,
+                ClaimSupport.SUPPORTED if supported else ClaimSupport.UNSUPPORTED, support_share=round(share, 3),
+            ))
+        if not any(c.support is ClaimSupport.SUPPORTED for c in claims):
             return Synthesis(None, True, 0.0, claims, coverage, missing, [Refusal.MODEL_UNSUPPORTED.message(), *notes],
                              refusal=Refusal.MODEL_UNSUPPORTED)
         kind = question.answer_type
-        if kind is not None and kind.required and not any(kind.given_by(c["text"]) for c in claims
-                                                          if c["support"] == "supported"):
+        if kind is not None and kind.required and not any(kind.given_by(c.text) for c in claims
+                                                          if c.support is ClaimSupport.SUPPORTED):
             return Synthesis(None, True, 0.0, claims, coverage, missing,
                              [Refusal.NO_VALUE_OF_TYPE.message(kind.name), *notes], refusal=Refusal.NO_VALUE_OF_TYPE)
         answer = cited_text(claims)
-        supported_share = sum(c["support"] == "supported" for c in claims) / len(claims)
+        supported_share = sum(c.support is ClaimSupport.SUPPORTED for c in claims) / len(claims)
         return Synthesis(answer, False, round(coverage * supported_share, 4), claims, coverage, missing, notes)

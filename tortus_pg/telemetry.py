@@ -19,7 +19,10 @@ import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tortus_pg.query.results import Budget
 
 try:
     from opentelemetry import trace
@@ -61,11 +64,10 @@ def _clean(attributes: Mapping[str, Attribute | None]) -> dict[str, Any]:
             if v is not None}
 
 
-def budget_use(budget: Mapping[str, Mapping[str, Any]]) -> dict[str, Attribute]:
+def budget_use(budget: Budget) -> dict[str, Attribute]:
     """An answer's budgets as span attributes: `<budget>_limit` and `<budget>_used` (ms, hops,
     tokens, portal hops)."""
-    return {f"{name}_{part}": value for name, parts in budget.items() for part, value in parts.items()
-            if isinstance(value, int | float)}
+    return {f"{name}_{part}": value for name, parts in budget.to_json().items() for part, value in parts.items()}
 
 
 def enabled_by_environment(env: Mapping[str, str] | None = None) -> bool:

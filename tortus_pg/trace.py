@@ -26,13 +26,13 @@ def store_trace(conn: psycopg.Connection, answer: Answer, policy: TraversalPolic
     d = answer.diagnostics
     row = conn.execute(_INSERT, {
         "query": answer.question,
-        "policy": Jsonb({**policy.to_json(), "budget": answer.budget}),
+        "policy": Jsonb({**policy.to_json(), "budget": answer.budget.to_json()}),
         "seeds": Jsonb(d.get("seeds", [])),
-        "hops": Jsonb(answer.path),
+        "hops": Jsonb([hop.to_json() for hop in answer.path]),
         "pruned": Jsonb(d.get("pruned", [])),
         "portals": Jsonb(d.get("portals", [])),
         "evidence": Jsonb(answer.to_json()["evidence"]),
-        "claims": Jsonb(answer.claims),
+        "claims": Jsonb([c.to_json() for c in answer.claims]),
         "answer": answer.answer,
         "withheld": answer.withheld,
         "confidence": min(max(answer.confidence, 0.0), 1.0),

@@ -83,11 +83,11 @@ class Tortus(Hybrid):
         d = result.diagnostics
         diagnostics = {
             "fan_out": float(d.get("reached_chunks", 0)),
-            "portal_hops": float(result.budget["portal_hops"]["used"]),
+            "portal_hops": float(result.budget.portal_hops.used),
             "shard_crossings": float(d.get("shard_crossings", 0)),
             # graph hops (not search hops) on the evidence's paths: what crossings are counted of
-            "path_hops": float(sum(1 for hop in result.path if hop.get("from_id") is not None)),
-            "tokens": float(result.budget["tokens"]["used"]),
+            "path_hops": float(sum(1 for hop in result.path if not hop.searched)),
+            "tokens": float(result.budget.tokens.used),
             **{f"signal_{k}": float(v) for k, v in d.get("signals", {}).items()},
         }
         seeds = source_ids(conn, [s["node_id"] for s in d.get("seeds", [])], prefix)

@@ -9,6 +9,7 @@ import psycopg
 
 from tortus_pg.query.paths import linked_paths, paths
 from tortus_pg.query.refusal import HARD_REFUSALS
+from tortus_pg.query.results import Budget, Claim, Use
 from tortus_pg.query.state import State
 from tortus_pg.synth import Synthesis, cited_text
 
@@ -19,7 +20,7 @@ def explain(conn: psycopg.Connection, state: State) -> None:
     evidence with `explain`, the two best items when nothing is cited)."""
     synthesis, evidence = state.synthesis, state.evidence
     drafted = _offered(synthesis) or []
-    quoted = [evidence[c["evidence"]].node_id for c in synthesis.claims or drafted if c.get("evidence") is not None]
+    quoted = [evidence[c.evidence].node_id for c in synthesis.claims or drafted if c.evidence is not None]
     state.ranking = list(dict.fromkeys([*quoted, *state.ranking]))
     cited = state.cited
     shown = evidence if state.options.policy.explain or not cited else cited
@@ -28,19 +29,19 @@ def explain(conn: psycopg.Connection, state: State) -> None:
                                                              state.options.layout), [])
 
 
-def budget(state: State) -> dict[str, dict[str, Any]]:
+def budget(state: State) -> Budget:
     """Each budget's limit and use: time, hops and portal hops of the evidence paths, tokens."""
     policy, evidence, routes = state.options.policy, state.evidence, state.routes
-    return {
-        "ms": {"limit": policy.max_ms, "used": state.clock.timings["total_ms"]},
-        "hops": {"limit": policy.max_hops,
-                 "used": max((len(routes[e.node_id].edge_types) for e in evidence if e.node_id in routes), default=0)},
-        "tokens": {"limit": policy.max_tokens, "used": sum(len(e.text.split()) for e in evidence)},
+    return Budget(
+        ms=Use(policy.max_ms, state.clock.timings["total_ms"]),
+        hops=Use(policy.max_hops,
+                 max((len(routes[e.node_id].edge_types) for e in evidence if e.node_id in routes), default=0)),
+        tokens=Use(policy.max_tokens, sum(len(e.text.split()) for e in evidence)),
         # The portal budget is per path: report the most any evidence path took.
-        "portal_hops": {"limit": int(state.walk_policy["max_portal_hops"]),
-                        "used": max((routes[e.node_id].directions.count("portal") for e in evidence
-                                     if e.node_id in routes), default=0)},
-    }
+        portal_hops=Use(int(state.walk_policy["max_portal_hops"]),
+                        max((routes[e.node_id].directions.count("portal") for e in evidence if e.node_id in routes),
+                            default=0)),
+    )
 
 
 def diagnostics(state: State) -> dict[str, Any]:
@@ -58,11 +59,11 @@ def diagnostics(state: State) -> dict[str, Any]:
         "contradictions": state.contradictions, "timings": clock.timings, "degraded": clock.degraded,
         "signals": synthesis.signals,
         "draft": cited_text(offered) if synthesis.withheld and (offered := _offered(synthesis)) is not None else None,
-        "shard_crossings": sum(1 for hop in state.path if hop.get("shard_crossing")),
+        "shard_crossings": sum(1 for hop in state.path if hop.shard_crossing),
     }
 
 
-def _offered(synthesis: Synthesis) -> list[dict[str, Any]] | None:
+def _offered(synthesis: Synthesis) -> list[Claim] | None:
     """The draft of a withheld answer, a lead to check; none when what the question names is in
     no evidence (a hard refusal), whose draft is about something else."""
     return None if synthesis.refusal in HARD_REFUSALS else synthesis.draft

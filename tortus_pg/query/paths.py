@@ -4,12 +4,14 @@ each with the spans that state it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from tortus_pg.evidence import Evidence, Reached
+from tortus_pg.query.results import PathHop, SourceSpan
 from tortus_pg.query.state import Link
 from tortus_pg.retrieve import Hit
 
@@ -47,11 +49,11 @@ def linked_paths(cited: Sequence[Evidence], links: Sequence[Link], reached: dict
 def paths(
     conn: psycopg.Connection, evidence: Sequence[Evidence], hits: Sequence[Hit], reached: dict[int, Reached],
     layout: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[PathHop]:
     """The hops that lead to each evidence chunk: a search hop for seeds, then the walk's edges,
     each marked when it crosses torus shards (by `layout`'s coordinates when the walk used one)."""
     seeds = {h.node_id: h for h in hits}
-    out: list[dict[str, Any]] = []
+    out: list[PathHop] = []
     seen: set[tuple[int, int, str]] = set()
     hops = _hops(conn, [r for e in evidence if (r := reached.get(e.node_id)) is not None and r.edge_types])
     for e in evidence:
@@ -60,26 +62,23 @@ def paths(
         hit = seeds.get(start)
         if hit is not None and (0, start, "search") not in seen:
             seen.add((0, start, "search"))
-            out.append({
-                "from": "question", "to": hit.label, "to_id": start, "edge_type": "search", "weight": hit.score,
-                "reason": f"hybrid search rank {hit.rank} "
-                f"(bm25 {hit.bm25_rank or '-'}, vector {hit.vector_rank or '-'})",
-                "evidence": [{"uri": hit.uri, "span": [hit.start_char, hit.end_char], "page": hit.page,
-                              "text": hit.text}],
-            })
+            out.append(PathHop(
+                "question", None, hit.label, start, "search", hit.score,
+                f"hybrid search rank {hit.rank} (bm25 {hit.bm25_rank or '-'}, vector {hit.vector_rank or '-'})",
+                (SourceSpan(hit.uri, (hit.start_char, hit.end_char), hit.page, hit.text),),
+            ))
         if r is None or not r.edge_types:
             continue
         for hop, src, src_label, dst, dst_label, edge_type, weight, items in hops.get(e.node_id, []):
             if (src, dst, edge_type) in seen:
                 continue
             seen.add((src, dst, edge_type))
-            out.append({
-                "from": src_label, "from_id": src, "to": dst_label, "to_id": dst, "edge_type": edge_type,
-                "weight": weight, "reason": r.reasons[hop - 1] if hop - 1 < len(r.reasons) else None,
-                "torus_distance": r.torus_distance if dst == r.node_id else None,
-                "evidence": [{"uri": i["uri"], "span": [i["start"], i["end"]], "page": i["page"], "text": i["text"]}
-                             for i in items],
-            })
+            out.append(PathHop(
+                src_label, src, dst_label, dst, edge_type, weight,
+                r.reasons[hop - 1] if hop - 1 < len(r.reasons) else None,
+                tuple(SourceSpan(i["uri"], (i["start"], i["end"]), i["page"], i["text"]) for i in items),
+                torus_distance=r.torus_distance if dst == r.node_id else None,
+            ))
     return _mark_shard_crossings(conn, out, layout)
 
 
@@ -94,14 +93,14 @@ def _hops(conn: psycopg.Connection, walked: Sequence[Reached]) -> dict[int, list
     return hops
 
 
-def _mark_shard_crossings(conn: psycopg.Connection, hops: list[dict[str, Any]], layout: str | None,
-                          ) -> list[dict[str, Any]]:
+def _mark_shard_crossings(conn: psycopg.Connection, hops: list[PathHop], layout: str | None) -> list[PathHop]:
     """Flag the hops whose ends lie in different torus shards (a distributed deployment pays a
     network round trip for each)."""
-    ids = {h[k] for h in hops for k in ("from_id", "to_id") if h.get(k) is not None}
+    ids = {n for h in hops for n in (h.source_id, h.target_id) if n is not None}
     found = conn.execute(_SHARDS, {"shards": SHARDS, "layout": layout, "ids": list(ids)}).fetchall() if ids else []
     shard: dict[int, int] = dict(found)
+    marked = []
     for h in hops:
-        a, b = shard.get(h.get("from_id") or -1), shard.get(h.get("to_id") or -1)
-        h["shard_crossing"] = a is not None and b is not None and a != b
-    return hops
+        a, b = shard.get(h.source_id or -1), shard.get(h.target_id)
+        marked.append(replace(h, shard_crossing=a is not None and b is not None and a != b))
+    return marked

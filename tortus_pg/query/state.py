@@ -13,6 +13,7 @@ from tortus_pg.query.clock import Clock
 from tortus_pg.query.implements import Implemented
 from tortus_pg.query.question import Question
 from tortus_pg.query.refusal import Refusal
+from tortus_pg.query.results import PathHop
 from tortus_pg.retrieve import Hit
 from tortus_pg.scoring import Scorer
 from tortus_pg.synth import Synthesis, Synthesizer
@@ -64,12 +65,12 @@ class State:
     routes: dict[int, Reached] = field(default_factory=dict)  # how each evidence chunk was reached
     links: list[Link] = field(default_factory=list)  # among the evidence (`query.chains`)
     synthesis: Synthesis = field(default_factory=_no_time)  # no time left to synthesize, until a synthesis runs
-    path: list[dict[str, Any]] = field(default_factory=list)  # the hops behind the evidence shown
+    path: list[PathHop] = field(default_factory=list)  # the hops behind the evidence shown
     contradictions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def cited(self) -> list[Evidence]:
         """The evidence items the claims cite, each once."""
         claims = self.synthesis.claims
-        return list({c["evidence"]: self.evidence[c["evidence"]] for c in claims if c.get("evidence") is not None}
+        return list({c.evidence: self.evidence[c.evidence] for c in claims if c.evidence is not None}
                     .values())
