@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tortus_pg.answer_type import expected_type
-from tortus_pg.query.read import ANSWERS, JOIN, Page, Sentence, read_chain, signals
+from tortus_pg.query.read import ANSWERS, JOIN, Page, Sentence, in_other_forms, read_chain, signals
 
 
 def words(text: str) -> set[str]:
@@ -261,3 +261,32 @@ def test_what_the_chain_leaves_unsaid_is_not_covered_by_the_model_s_joins() -> N
                 [label for label, _ in items], [0.5, 0.4], [0, 1])
     reading = read_chain(page, weights, expected_type(question), frozenset(words(question)))
     assert reading.chosen == [0, 1] and reading.covered == {"ana", "silva", "born", "city"}
+
+
+def test_a_sentence_stating_a_family_relation_in_other_words_says_it() -> None:
+    # Lexemes as PostgreSQL's English stemmer gives them. Her own sentence matches her name as
+    # well as his does; his also says who her husband is ("married"), so it starts the chain and
+    # its birth date answers.
+    texts = ["Mara Quist (3 May 1850 – 1 June 1911) was a Danish painter.",
+             "Edvin Holm (12 January 1842 – 2 June 1911) was a Danish writer who married Mara Quist in 1870."]
+    own = [{"mara", "quist", "3", "may", "1850", "1", "june", "1911", "danish", "painter"},
+           {"edvin", "holm", "12", "januari", "1842", "2", "june", "1911", "danish", "writer", "marri", "mara",
+            "quist", "1870"}]
+    page = Page([Sentence(i, 0, len(t), t) for i, t in enumerate(texts)], own, [set(), set()],
+                ["Mara Quist", "Edvin Holm"])
+    question = "When was Mara Quist's husband born?"
+    weights = {"husband": 4.0, "born": 1.5, "mara": 6.0, "quist": 6.0}
+    reading = read_chain(page, weights, expected_type(question), frozenset(words(question)))
+    assert reading.chosen[0] == 1 and reading.short == "12 January 1842"
+    assert "husband" in reading.covered
+
+
+@pytest.mark.parametrize(("asked", "written", "said"), [
+    ("husband", "marri", True), ("spous", "wife", True), ("wife", "widow", True),
+    ("father", "son", True), ("mother", "daughter", True), ("child", "father", True),
+    ("sister", "sibl", True), ("birth", "born", True), ("death", "die", True), ("husband", "son", False),
+    ("father", "brother", False), ("birth", "die", False),
+])
+def test_the_words_of_one_relation_or_event_say_each_other(asked: str, written: str, said: bool) -> None:
+    own, context = in_other_forms([{written}], [set()], [asked])
+    assert (asked in own[0]) is said and context == [set()]

@@ -24,7 +24,7 @@ from tortus_pg.ingest.prose import table_header, table_row
 from tortus_pg.llm import Answer
 from tortus_pg.query.both import judge as judge_membership
 from tortus_pg.query.compare import lead_with_pick
-from tortus_pg.query.read import Page, Sentence, lexical_shares, read_chain
+from tortus_pg.query.read import Page, Sentence, in_other_forms, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
 from tortus_pg.query.results import Claim, ClaimSupport
 from tortus_pg.query.same import judge as judge_sameness
@@ -297,7 +297,7 @@ def _dense(
     """Each sentence's similarity to the question, for the DENSE_CANDIDATES sentences that match
     its terms best (0 for the others): embedding every sentence of the evidence, after every
     bridge, cost nine times the rest of the question's time."""
-    shares = lexical_shares(own, context, terms.weights)
+    shares = lexical_shares(*in_other_forms(own, context, terms.weights), terms.weights)
     best = sorted(range(len(sentences)), key=lambda j: -shares[j])[:DENSE_CANDIDATES]
     scores = similarity([f"{evidence[sentences[j].evidence].label}: {sentences[j].read_as}" for j in best])
     dense = [0.0] * len(sentences)

@@ -11,8 +11,10 @@ asked ("kestrel-3 is backed up to s3://…"). The reader measures every sentence
 - `dense`: its embedding's cosine similarity to the question's, when an embedder is at hand;
 - `keyed`: its subject (its opening words) is what the question names.
 
-A sentence says a word of the question that it writes in another form (`_in_other_forms`:
-"directed by" says "director").
+A sentence says a word of the question that it writes in another form (`in_other_forms`:
+"directed by" says "director"), or in another word for the same family relation or event of a
+life ("married" says "husband", "born" says "birth"); so does the choice of the sentences that
+are embedded (`synth`).
 
 The names a statement gives that the question does not are bridges. The first statement is one
 of the STARTS best matches (lexical + typed/2 + dense/2 + keyed/4): the one whose match, with
@@ -51,8 +53,18 @@ ANSWERS = Model(-2.679, {"typed": 0.791, "dense": 1.312, "about": 0.852, "rest":
                          "opens": 0.761, "names": 0.73})
 JOIN = 0.6  # a sentence joins the first when ANSWERS rates it at least this (both classes weighing alike)
 STARTS = 2  # the best matches that compete as the chain's first statement (`signals`)
-FORM = 5  # the letters the shorter of two forms of a word has at least (`_in_other_forms`)
+FORM = 5  # the letters the shorter of two forms of a word has at least (`in_other_forms`)
 DEATH = frozenset({"die", "died", "dies", "death", "dead"})  # a question's words asking about a death
+# Lexemes that state one family relation (from either side, or as its event) or one event of a
+# life: "X married Y" says who X's husband or wife is, "X, the son of Y" who X's father is,
+# "born in" where X's place of birth is, "died" when X's death was (`in_other_forms`).
+RELATION_WORDS = (
+    frozenset({"husband", "wife", "wive", "spous", "marri", "marriag", "wed", "widow"}),
+    frozenset({"father", "mother", "parent", "son", "daughter", "child", "children"}),
+    frozenset({"brother", "sister", "sibl"}),
+    frozenset({"birth", "born", "birthplac"}),
+    frozenset({"death", "die", "dead", "deceas"}),
+)
 _SPAN_DASH = re.compile(r"[–—]|\s-\s")  # what joins the two ends of a span ("1874 – 1954")
 
 
@@ -132,8 +144,9 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
     dense/2 + keyed/4) compete as the first: each is worth its match and what the likeliest
     sentence about a bridge it names adds to it as the answer (`ANSWERS`), so the statement that
     leads on to the answer starts the chain, not the one matching one word more. A sentence
-    says a word of the question it writes in another form (`_in_other_forms`)."""
-    page = _in_other_forms(page, weights)
+    says a word of the question it writes in another form (`in_other_forms`)."""
+    own, context = in_other_forms(page.own, page.context, weights)
+    page = replace(page, own=own, context=context)
     sentences, n = page.sentences, len(page.sentences)
     sets = _in_context(page.own, page.context, weights)
     lexical = np.array(lexical_shares(page.own, page.context, weights))
@@ -154,18 +167,22 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
     return Signals(first, values, arrays, sets, lacks, bridges)
 
 
-def _in_other_forms(page: Page, terms: Iterable[str]) -> Page:
-    """`page` with each sentence's lexemes, and its heading's, joined by the question's terms it
-    writes in another form of the word: of the two lexemes one begins the other and the shorter
-    has FORM letters or more ("direct", of "directed by", says "director"; "found" says
-    "founder"). PostgreSQL's English stemmer keeps such derived words apart."""
+def in_other_forms(own: Sequence[set[str]], context: Sequence[set[str]], terms: Iterable[str],
+                   ) -> tuple[list[set[str]], list[set[str]]]:
+    """Each sentence's lexemes (`own`) and its heading's (`context`), joined by the question's
+    terms it writes in another form of the word: of the two lexemes one begins the other and the
+    shorter has FORM letters or more ("direct", of "directed by", says "director"; "found" says
+    "founder"), which PostgreSQL's English stemmer keeps apart; or both state one family
+    relation or one event of a life (`RELATION_WORDS`: "married" says "husband", "born" says
+    "birth")."""
     asked = list(terms)
+    kin = {t: words for t in asked for words in RELATION_WORDS if t in words}
 
     def widened(lexemes: set[str]) -> set[str]:
-        return lexemes | {t for t in asked if t not in lexemes and any(
-            min(len(t), len(x)) >= FORM and (t.startswith(x) or x.startswith(t)) for x in lexemes)}
+        return lexemes | {t for t in asked if t not in lexemes and (bool(kin.get(t, frozenset()) & lexemes) or any(
+            min(len(t), len(x)) >= FORM and (t.startswith(x) or x.startswith(t)) for x in lexemes))}
 
-    return replace(page, own=[widened(s) for s in page.own], context=[widened(s) for s in page.context])
+    return [widened(s) for s in own], [widened(s) for s in context]
 
 
 def _leads_on(first: int, arrays: dict[str, np.ndarray], n: int) -> float:
