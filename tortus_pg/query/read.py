@@ -56,11 +56,13 @@ STARTS = 2  # the best matches that compete as the chain's first statement (`sig
 FORM = 5  # the letters the shorter of two forms of a word has at least (`in_other_forms`)
 DEATH = frozenset({"die", "died", "dies", "death", "dead"})  # a question's words asking about a death
 # Lexemes that state one family relation (from either side, or as its event) or one event of a
-# life: "X married Y" says who X's husband or wife is, "X, the son of Y" who X's father is,
-# "born in" where X's place of birth is, "died" when X's death was (`in_other_forms`).
+# life: "X married Y" says who X's husband or wife is, "X, the son of Y" who X's father (or,
+# read again of Y, X's grandfather) is, "born in" where X's place of birth is, "died" when X's
+# death was (`in_other_forms`).
 RELATION_WORDS = (
     frozenset({"husband", "wife", "wive", "spous", "marri", "marriag", "wed", "widow"}),
-    frozenset({"father", "mother", "parent", "son", "daughter", "child", "children"}),
+    frozenset({"father", "mother", "parent", "son", "daughter", "child", "children", "grandfath", "grandmoth",
+               "grandpar", "grandson", "granddaught", "stepfath", "stepmoth", "patern", "matern"}),
     frozenset({"brother", "sister", "sibl"}),
     frozenset({"birth", "born", "birthplac"}),
     frozenset({"death", "die", "dead", "deceas"}),
@@ -176,10 +178,10 @@ def in_other_forms(own: Sequence[set[str]], context: Sequence[set[str]], terms: 
     relation or one event of a life (`RELATION_WORDS`: "married" says "husband", "born" says
     "birth")."""
     asked = list(terms)
-    kin = {t: words for t in asked for words in RELATION_WORDS if t in words}
+    related = {t: words for t in asked for words in RELATION_WORDS if t in words}
 
     def widened(lexemes: set[str]) -> set[str]:
-        return lexemes | {t for t in asked if t not in lexemes and (bool(kin.get(t, frozenset()) & lexemes) or any(
+        return lexemes | {t for t in asked if t not in lexemes and (bool(related.get(t, frozenset()) & lexemes) or any(
             min(len(t), len(x)) >= FORM and (t.startswith(x) or x.startswith(t)) for x in lexemes))}
 
     return [widened(s) for s in own], [widened(s) for s in context]
