@@ -23,16 +23,16 @@ returning trace_id
 
 def store_trace(conn: psycopg.Connection, answer: Answer, policy: TraversalPolicy) -> int:
     """Insert the answer's trace (inside the caller's tenant scope); return its trace_id."""
-    d = answer.diagnostics
+    d, shown = answer.diagnostics, answer.to_json()
     row = conn.execute(_INSERT, {
         "query": answer.question,
-        "policy": Jsonb({**policy.to_json(), "budget": answer.budget.to_json()}),
+        "policy": Jsonb({**policy.to_json(), "budget": shown["budget"]}),
         "seeds": Jsonb(d.get("seeds", [])),
-        "hops": Jsonb([hop.to_json() for hop in answer.path]),
+        "hops": Jsonb(shown["path"]),
         "pruned": Jsonb(d.get("pruned", [])),
         "portals": Jsonb(d.get("portals", [])),
-        "evidence": Jsonb(answer.to_json()["evidence"]),
-        "claims": Jsonb([c.to_json() for c in answer.claims]),
+        "evidence": Jsonb(shown["evidence"]),
+        "claims": Jsonb(shown["claims"]),
         "answer": answer.answer,
         "withheld": answer.withheld,
         "confidence": min(max(answer.confidence, 0.0), 1.0),
