@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from tortus_pg.query.compare import Comparison, Order, comparison_of, lead_with_pick, pick
-from tortus_pg.query.read import Reading, Sentence
+from tortus_pg.query.compare import Comparison, Described, Order, comparison_of, lead_with_pick, pick
+from tortus_pg.query.read import Page, Reading, Sentence
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -22,6 +22,10 @@ from tortus_pg.query.read import Reading, Sentence
      Comparison(("Ada Quill", "John R. Stoke"), Order.EARLIER, False, None)),
     ("Which lake is larger, the Olm or the Tarn?", Comparison(("Olm", "Tarn"), Order.MORE, False, None)),
     ("Which team has fewer engineers: Atlas or Borealis?", Comparison(("Atlas", "Borealis"), Order.FEWER, False, None)),
+    ("Does the Atlas squad or the Borealis squad have more engineers?",
+     Comparison(("Atlas squad", "Borealis squad"), Order.MORE, False, None)),
+    ("Which outage lasted longer, the May disk failure or the June cache stampede?",
+     Comparison(("May disk failure", "June cache stampede"), Order.MORE, False, None, lasting=True)),
 ])
 def test_a_comparison_names_its_options_and_comparative(question: str, expected: Comparison) -> None:
     assert comparison_of(question) == expected
@@ -40,14 +44,23 @@ def words(text: str) -> set[str]:
     return {w.casefold() for w in re.findall(r"\w+", text)}
 
 
+def page(items: list[tuple[str, list[str]]]) -> Page:
+    """The page of `items` (heading, sentences), each sentence read in its heading's context."""
+    sentences = [Sentence(i, 0, len(t), t) for i, (_, texts) in enumerate(items) for t in texts]
+    labels = [label for label, _ in items]
+    return Page(sentences, [words(s.text) for s in sentences], [words(labels[s.evidence]) for s in sentences], labels)
+
+
 def choose(question: str, items: list[tuple[str, list[str]]]) -> tuple[str | None, list[str]]:
     """The option picked from `items` (heading, sentences) and the two sentences quoted."""
     comparison = comparison_of(question)
     assert comparison is not None
-    sentences = [Sentence(i, 0, len(t), t) for i, (_, texts) in enumerate(items) for t in texts]
+    read = page(items)
     weights = dict.fromkeys(words(question), 1.0)
-    chosen = pick(comparison, sentences, [label for label, _ in items], weights, [words(s.text) for s in sentences])
-    return (chosen.option, [sentences[j].text for j in chosen.sentences]) if chosen else (None, [])
+    titles = {label.split(" > ")[0]: words(label.split(" > ")[0]) for label, _ in items}
+    described = Described((words(comparison.options[0]), words(comparison.options[1])), titles)
+    chosen = pick(comparison, read, weights, described)
+    return (chosen.option, [read.sentences[j].text for j in chosen.sentences]) if chosen else (None, [])
 
 
 def test_the_earlier_year_wins_when_first_is_asked_and_the_later_when_recent_is() -> None:
@@ -95,7 +108,8 @@ def test_no_pick_without_both_values_or_on_a_tie() -> None:
     tie = [("Red Dust", ["Red Dust is a 1990 film."]), ("Blue Hour", ["Blue Hour is a 1990 film."])]
     assert choose("Which film was released first, Red Dust or Blue Hour?", tie)[0] is None
     # A role with no evidence about the person gives no value (the film's own year is not it).
-    assert choose("Which film has the director born earlier, Red Dust or Blue Hour?", items)[0] is None
+    dated = [items[0], ("Blue Hour", ["Blue Hour is a 1950 film directed by Ida Marsh."])]
+    assert choose("Which film has the director born earlier, Red Dust or Blue Hour?", dated)[0] is None
 
 
 def test_amounts_are_read_next_to_a_question_word_and_years_are_not_amounts() -> None:
@@ -110,15 +124,49 @@ def test_an_amount_followed_by_a_comma_is_read_whole() -> None:
     assert choose("Which team has more engineers, Atlas or Borealis?", items)[0] == "Atlas"
 
 
+def test_a_count_may_be_written_in_words() -> None:
+    items = [("Atlas", ["All seven engineers take turns on call."]), ("Borealis", ["Engineers: 5, the lead included."])]
+    assert choose("Does the Atlas or the Borealis have more engineers?", items)[0] == "Atlas"
+
+
+def test_how_long_each_lasted_compares_durations_in_one_unit() -> None:
+    items = [("INC-1 Disk failure", ["| Date | 19 May, 2 engineers paged |", "| Duration | 2 h 14 min |"]),
+             ("INC-2 Cache stampede", ["Resolved 5 hours 40 minutes after the page, at 11:30."])]
+    # By their first numbers INC-1 (19) would win. Durations are compared in one unit: 2 h 14 min
+    # is longer than 100 minutes, though 2 is less than 100.
+    option, quoted = choose("Which outage lasted longer, INC-1 or INC-2?", items)
+    assert option == "INC-2"
+    assert quoted == ["| Duration | 2 h 14 min |", "Resolved 5 hours 40 minutes after the page, at 11:30."]
+    shorter = [items[0], ("INC-2 Cache stampede", ["It lasted 100 minutes."])]
+    assert choose("Which outage lasted longer, INC-1 or INC-2?", shorter)[0] == "INC-1"
+
+
+def test_a_duration_and_a_count_are_not_compared() -> None:
+    items = [("INC-1 Disk failure", ["| Duration | 2 h 14 min |"]), ("INC-2 Cache stampede", ["Outage in 3 regions."])]
+    assert choose("Which outage lasted longer, INC-1 or INC-2?", items)[0] is None
+
+
+def test_an_option_no_evidence_names_is_the_document_saying_most_of_it() -> None:
+    items = [("INC-1 Disk failure in May", ["| Duration | 2 h 14 min |"]),
+             ("INC-2 Cache stampede", ["It began in June.", "| Duration | 5 h 40 min |"]),
+             ("Cache runbook", ["Warm the cache first, as the stampede of the cache in June taught, for 10 minutes."])]
+    question = "Which outage lasted longer, the May disk failure or the June cache stampede?"
+    option, quoted = choose(question, items)
+    assert option == "June cache stampede" and quoted == ["| Duration | 2 h 14 min |", "| Duration | 5 h 40 min |"]
+    # The runbook says all of "the June cache stampede" too, but its title says less of it. Two
+    # documents saying as much of an option, in their text and in their titles: neither is taken.
+    tied = [*items[:2], ("Stampede of June", ["A cache stampede in June lasted 9 hours."])]
+    assert choose(question, tied)[0] is None
+
+
 def test_the_values_compared_lead_the_reading_and_the_favoured_option_answers() -> None:
     question = "Which film was released first, Red Dust or Blue Hour?"
     comparison = comparison_of(question)
     assert comparison is not None
-    texts = ["Red Dust is a 1990 film.", "Blue Hour is a 1950 film.", "Red Dust won a prize."]
-    sentences = [Sentence(i, 0, len(t), t) for i, t in enumerate(texts)]
+    read = page([("Red Dust", ["Red Dust is a 1990 film."]), ("Blue Hour", ["Blue Hour is a 1950 film."]),
+                 ("Red Dust", ["Red Dust won a prize."])])
     weights = dict.fromkeys(words(question), 1.0)
     reading = Reading([2], 2, None, frozenset())
-    led = lead_with_pick(reading, comparison, sentences, ["Red Dust", "Blue Hour", "Red Dust"], weights,
-                         [words(t) for t in texts])
+    led = lead_with_pick(reading, comparison, read, weights)
     assert led.chosen == [0, 1, 2] and led.answer == 1 and led.short == led.verdict == "Blue Hour"
     assert {"red", "dust", "blue", "hour"} <= led.covered

@@ -23,7 +23,7 @@ from tortus_pg.ingest.chunking import sentence_spans
 from tortus_pg.ingest.prose import table_header, table_row
 from tortus_pg.llm import Answer
 from tortus_pg.query.both import judge as judge_membership
-from tortus_pg.query.compare import lead_with_pick
+from tortus_pg.query.compare import Comparison, Described, document, lead_with_pick
 from tortus_pg.query.read import Page, Sentence, in_other_forms, lexical_shares, read_chain
 from tortus_pg.query.refusal import CHECKS_OF_FORM, Refusal
 from tortus_pg.query.results import Claim, ClaimSupport
@@ -266,7 +266,8 @@ def _read(
     reading = read_chain(page, terms.weights, kind, question.asked, bridges)
     comparison, labels = question.comparison, [e.label for e in evidence]
     if comparison is not None:  # "…, A or B?": the values compared lead, the option they favour answers
-        reading = lead_with_pick(reading, comparison, sentences, labels, terms.weights, own)
+        described = _described(conn, comparison, labels, ts_config)
+        reading = lead_with_pick(reading, comparison, page, terms.weights, described)
     if question.sameness is not None:  # "Are A and B from the same country?": the origins lead, yes or no
         reading = lead_with_verdict(reading, judge_sameness(question.sameness, sentences, labels))
     if question.membership is not None:  # "Are A and B both board games?": their descriptions lead
@@ -283,6 +284,13 @@ def _read(
         ))
     best = max((dense[j] for j in reading.chosen), default=0.0) if dense else 0.0
     return Read(claims, set(reading.covered), best, reading.verdict)
+
+
+def _described(conn: psycopg.Connection, comparison: Comparison, labels: Sequence[str], ts_config: str) -> Described:
+    """The lexemes of a comparison's options and of the evidence documents' titles."""
+    titles = list(dict.fromkeys(document(label) for label in labels))
+    found = lexemes(conn, [*comparison.options, *titles], ts_config)
+    return Described((found[0], found[1]), dict(zip(titles, found[2:], strict=True)))
 
 
 # Sentences embedded per reading, the best lexical matches first: twelve cost 120 ms more at

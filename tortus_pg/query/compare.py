@@ -1,11 +1,14 @@
 """Comparison questions: which of two named things comes first, lasts longer, has more.
 
 "Who was born first, Pablo Trapero or Aleksander Ford?" names its two options after a comma (or
-a colon) and asks by a comparative: earlier (first, older, sooner), later (more recently,
-younger, last), more (larger, longer, higher) or fewer. The evidence about each option is the
-evidence item whose heading path names it (else the sentences that do); the compared value is
-read from it: a year for the time comparatives (the second year of a "(1900 – 1970)" life span
-when the question asks who died first), a number next to a question word for the others. When
+a colon), "Does A or B have more engineers?" before its verb, and asks by a comparative: earlier
+(first, older, sooner), later (more recently, younger, last), more (larger, longer, higher) or
+fewer. The evidence about each option is the evidence item whose heading path names it (else the
+sentences that do; else, for an option described rather than named, the document that says most
+of what sets it apart from the other); the compared value is read from it: a year for the time
+comparatives (the second year of a "(1900 – 1970)" life span when the question asks who died
+first), the first duration for how long each lasted (in seconds: "2 h 14 min" against "5 hours
+40 minutes"), a number next to a question word for the others (in digits or in words). When
 the question compares what an option stands in a role to ("Which film has the director born
 earlier, A or B?"), the value is read from the evidence about the person that option's own
 sentence with the role names. The option with the earlier, later, larger or smaller value is
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tortus_pg.answer_type import names_in
-from tortus_pg.query.read import DEATH, MAX_CLAIMS, Reading, Sentence
+from tortus_pg.query.read import DEATH, MAX_CLAIMS, Page, Reading, Sentence
 
 
 class Order(Enum):
@@ -43,18 +46,33 @@ _COMPARATIVES: tuple[tuple[Order, str], ...] = (
 _OPTIONS = (
     re.compile(r"(?:[,:]|\b(?:first|earlier|later|older|younger|more|larger|longer))\s+"
                r"(?P<a>[^,:?]+?),?\s+or\s+(?P<b>[^?]+?)\s*\??\s*$", re.I),
+    # "Was A or B born first?", "Does A or B have more engineers?": a verb, the comparative, and
+    # what is compared.
     re.compile(r"^(?:was|were|is|are|did|does|do|has|had)\s+(?P<a>[^?]+?)\s+or\s+(?P<b>[^?]+?)\s+"
-               r"(?P<asking>(?:[a-z]+(?:ed|en|rn|wn)\s+)?(?:first|earlier|later|older|younger|more|less|longer))\s*\?\s*$",
-               re.I),
+               r"(?P<asking>(?:[a-z]+\s+)?(?:first|earlier|later|older|younger|more|less|fewer|longer|shorter|larger"
+               r"|smaller|bigger|higher|lower)(?:\s+[\w'-]+){0,3})\s*\?\s*$", re.I),
 )
+# The comparatives that ask how long something lasted: a duration is the value compared.
+_LASTING = re.compile(r"\b(?:last|lasted|lasts|lasting)\b", re.I)
 # Roles a compared value may belong to instead of the option itself ("the director", "whose
 # director"): not the thing asked about ("What author …").
 ROLE_WORDS = ("director|composer|author|writer|producer|performer|creator|founder|father|mother|spouse|husband|wife"
               "|singer|lyricist|editor|screenwriter|architect|designer")
 _ROLES = re.compile(rf"\b(?:the|whose|its|their)\s+({ROLE_WORDS})\b", re.I)
 _YEAR = re.compile(r"(?<!\d)(?<!\d[,.])(1[0-9]{3}|20[0-9]{2})(?!\d|[,.]\d)")
-# A number, with its thousands separated or not ("1,250", "5, the lead included").
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?!\w|,\d)")
+# A number, with its thousands separated or not ("1,250", "5, the lead included"), or a count
+# written in words ("eight of us"); "one" is left out, as it is mostly a pronoun ("one of the …").
+_TEENS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+          "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_TENS = ("thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_COUNTS = {w: n for n, w in enumerate(_TEENS, start=2)} | {w: 30 + 10 * n for n, w in enumerate(_TENS)} | {"dozen": 12}
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?!\w|,\d)"
+                     rf"|\b(?:{'|'.join(_COUNTS)})\b", re.I)
+# Units of time, in seconds: "2 h 14 min" and "5 hours 40 minutes" are durations to compare.
+_SECONDS = {"ms": 0.001, "millisecond": 0.001, "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600,
+            "hr": 3600, "hour": 3600, "day": 86400, "week": 604800, "month": 2629800, "year": 31557600}
+_DURATION = re.compile(rf"(?P<n>{_NUMBER.pattern})\s*(?P<unit>ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?"
+                       r"|hours?|days?|weeks?|months?|years?)\b(?:\s*(?:,|and)?\s*(?=\d))?", re.I)
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,16 @@ class Comparison:
     order: Order
     death: bool  # the time compared is a death
     role: str | None  # the value belongs to the option's person in this role
+    lasting: bool = False  # it asks how long each lasted: a duration is the value compared
+
+
+@dataclass(frozen=True)
+class Described:
+    """The lexemes an option no evidence names is found by: each option's own, and the title's of
+    each evidence document (its heading path's first part)."""
+
+    options: tuple[set[str], set[str]]
+    titles: Mapping[str, set[str]]
 
 
 @dataclass(frozen=True)
@@ -89,32 +117,65 @@ def comparison_of(question: str) -> Comparison | None:
     # "the Pterocarya": a lowercase article is not part of the name; "The Exies" keeps its own.
     options = (found.group("a").strip().removeprefix("the "), found.group("b").strip().removeprefix("the "))
     death = bool(DEATH & set(re.findall(r"\w+", asking)))
-    return Comparison(options, order, death, role.group(1).casefold() if role else None)
+    return Comparison(options, order, death, role.group(1).casefold() if role else None,
+                      _LASTING.search(asking) is not None)
 
 
-def pick(comparison: Comparison, sentences: Sequence[Sentence], labels: Sequence[str],
-         weights: Mapping[str, float], own: Sequence[set[str]]) -> Pick | None:
-    """Choose between the options by the value the evidence gives each (`sentences` with their
-    lexemes `own`, the evidence items' heading paths `labels`, the question's term `weights`);
-    None when either value is missing or they tie."""
-    found = [_value(comparison, option, sentences, labels, weights, own) for option in comparison.options]
-    if found[0] is None or found[1] is None or found[0][1] == found[1][1]:
+def pick(comparison: Comparison, page: Page, weights: Mapping[str, float],
+         described: Described | None = None) -> Pick | None:
+    """Choose between the options by the value the evidence (`page`) gives each, for a question
+    of term `weights`; `described`, to find an option the evidence does not name ("the March 2024
+    customs backlog") by the document that says most of it. None when either value is missing,
+    they are of different kinds (a duration and a count), or they tie."""
+    found = [_value(comparison, n, page, weights, described) for n in range(2)]
+    if found[0] is None or found[1] is None or found[0][1] == found[1][1] or found[0][2] != found[1][2]:
         return None
-    (first, a), (second, b) = found[0], found[1]
+    (first, a, _), (second, b, _) = found[0], found[1]
     earlier_first = a < b
     wants_first = earlier_first if comparison.order in (Order.EARLIER, Order.FEWER) else not earlier_first
     return Pick(comparison.options[0 if wants_first else 1], (first, second))
 
 
-def _value(comparison: Comparison, option: str, sentences: Sequence[Sentence], labels: Sequence[str],
-           weights: Mapping[str, float], own: Sequence[set[str]]) -> tuple[int, float] | None:
-    """The sentence giving `option`'s compared value (through its person in the asked role when
-    there is one), and the value."""
-    for j in holders(option, comparison.role, sentences, labels):
-        value = _read(comparison, sentences[j].text, weights, own[j])
+def _value(comparison: Comparison, n: int, page: Page, weights: Mapping[str, float],
+           described: Described | None) -> tuple[int, float, bool] | None:
+    """The sentence giving the nth option's compared value (through its person in the asked role when
+    there is one), the value, and whether it is a duration: for how long something lasted, the
+    first sentence about the option giving a duration (in seconds), whatever words it shares."""
+    sentences, labels = page.sentences, page.labels
+    about = holders(comparison.options[n], comparison.role, sentences, labels)
+    if not about and comparison.role is None and described is not None:
+        about = _described(described.options[n] - described.options[1 - n], described.titles, page, weights)
+    lasted = next(((j, d) for j in about if (d := duration(sentences[j].text)) is not None), None)
+    if comparison.lasting and lasted is not None:
+        return lasted[0], lasted[1], True
+    for j in about:
+        value = _read(comparison, sentences[j].text, weights, page.own[j])
         if value is not None:
-            return j, value
+            return j, value, False
     return None
+
+
+def _described(words: set[str], titles: Mapping[str, set[str]], page: Page, weights: Mapping[str, float]) -> list[int]:
+    """The sentences of the document an option no evidence names describes: the one whose
+    sentences and headings say the largest share of what sets the option apart (`words`, its
+    lexemes the other option does not have), then whose title says most of it (a document is
+    about what its title says), when no other document says as much."""
+    docs: dict[str, set[str]] = {}
+    for j, s in enumerate(page.sentences):
+        docs.setdefault(document(page.labels[s.evidence]), set()).update(page.own[j] | page.context[j])
+
+    def said(lexemes: set[str]) -> float:
+        return sum(weights.get(t, 0.0) for t in words & lexemes)
+
+    ranked = sorted(((said(found), said(titles.get(doc, set())), doc) for doc, found in docs.items()), reverse=True)
+    if not ranked or not ranked[0][0] or (len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]):
+        return []
+    return [j for j, s in enumerate(page.sentences) if document(page.labels[s.evidence]) == ranked[0][2]]
+
+
+def document(label: str) -> str:
+    """The document of an evidence item: its heading path's first part."""
+    return label.split(" > ")[0]
 
 
 def holders(option: str, role: str | None, sentences: Sequence[Sentence], labels: Sequence[str]) -> list[int]:
@@ -184,20 +245,37 @@ def _read(comparison: Comparison, text: str, weights: Mapping[str, float], own: 
     if not own & weights.keys():
         return None
     numbers = [n for n in _NUMBER.findall(text) if not _YEAR.fullmatch(n)]  # a year is not an amount
-    return float(numbers[0].replace(",", "")) if numbers else None
+    return _number(numbers[0]) if numbers else None
 
 
-def lead_with_pick(reading: Reading, comparison: Comparison, sentences: Sequence[Sentence], labels: Sequence[str],
-                   weights: Mapping[str, float], own: Sequence[set[str]]) -> Reading:
+def duration(text: str) -> float | None:
+    """The first duration `text` gives, in seconds, its parts added up ("2 h 14 min", "5 hours
+    40 minutes"); None when it gives none."""
+    total, end = None, -1
+    for m in _DURATION.finditer(text):
+        if total is not None and m.start() != end:
+            break
+        unit = m.group("unit").casefold()
+        seconds = _SECONDS.get(unit) or _SECONDS[unit.removesuffix("s")]
+        total, end = (total or 0.0) + _number(m.group("n")) * seconds, m.end()
+    return total
+
+
+def _number(written: str) -> float:
+    return float(_COUNTS.get(written.casefold()) or written.replace(",", ""))
+
+
+def lead_with_pick(reading: Reading, comparison: Comparison, page: Page, weights: Mapping[str, float],
+                   described: Described | None = None) -> Reading:
     """The reading of a comparison question: the two sentences giving the compared values lead
     the quotes (then the reader's own), and the option they favour is the short answer and the
     verdict the answer states first; the reading unchanged when the evidence does not give both
     values."""
-    chosen = pick(comparison, sentences, labels, weights, own)
+    chosen = pick(comparison, page, weights, described)
     if chosen is None:
         return reading
     first, second = chosen.sentences
     quoted = list(dict.fromkeys([first, second, *reading.chosen]))[:MAX_CLAIMS]
     answer = first if chosen.option == comparison.options[0] else second
-    covered = reading.covered | {t for j in (first, second) for t in own[j] if t in weights}
+    covered = reading.covered | {t for j in (first, second) for t in page.own[j] if t in weights}
     return Reading(quoted, answer, chosen.option, frozenset(covered), chosen.option)
