@@ -18,7 +18,7 @@ from tortus_pg.query.refusal import Refusal
 from tortus_pg.query.results import Claim, ClaimSupport
 from tortus_pg.query.support import THRESHOLD, model_for
 from tortus_pg.query.terms import lexemes, question_terms
-from tortus_pg.synth import LLMSynthesizer, Synthesis, synthesize
+from tortus_pg.synth import LLMSynthesizer, Synthesis, evidence_sentences, synthesize
 
 CLAUSE = "7.3.2 Signing keys used to issue authentication tokens must be rotated at least every 90 days."
 OWNER = "Key Vault is owned by the Platform Team. The Security Governance Office sets the rules."
@@ -232,6 +232,16 @@ def test_a_table_row_reads_under_its_column_headers(db: psycopg.Connection) -> N
                              ["Billing Ledger"]), evidence)
     assert quoted(out)[0].text == "| heron-1 | Billing Ledger | 35 days |"
     assert {"recoveri", "window"} <= set(quoted(out)[0].matched_terms or ())  # from the headers
+
+
+def test_a_table_row_is_one_sentence_whatever_its_cells_say() -> None:
+    # A cell holding two sentences does not cut its row: the second would lose the row's first
+    # cell and its column headers.
+    timeline = ("| Time | Event |\n|---|---|\n| 04:30 UTC | Job resumed. First run purges 2.3 TB. |\n\n"
+                "The purge ran again. It took an hour.")
+    sentences = evidence_sentences([seed(22, "Timeline", "timeline.md", timeline)])
+    assert [s.read_as for s in sentences] == [
+        "Time: 04:30 UTC; Event: Job resumed. First run purges 2.3 TB.", "The purge ran again.", "It took an hour."]
 
 
 ORIGINS = [("Ledger Service", "The Ledger Service is a Brevanian payments system run by the Platform Team."),

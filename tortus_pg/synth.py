@@ -106,7 +106,7 @@ def evidence_sentences(evidence: Sequence[Source]) -> list[Sentence]:
     for i, item in enumerate(evidence):
         headings = {" ".join(part.split()).casefold() for part in item.label.split(" > ")}
         tables = _Tables(item.text)
-        for start, end in sentence_spans(item.text):
+        for start, end in _rows_whole(item.text, sentence_spans(item.text)):
             header = tables.header(start)
             text = item.text[start:end]
             flat = " ".join(text.split())
@@ -116,6 +116,25 @@ def evidence_sentences(evidence: Sequence[Source]) -> list[Sentence]:
                 continue
             out.append(Sentence(i, start, end, flat, header))
     return out
+
+
+def _rows_whole(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` with the sentences of one table row joined: a row is one record, whatever its cells
+    say ("| 04:30 | Job resumed. First run purges 2.3 TB. |" reads whole, under its headers)."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        line = text.rfind("\n", 0, start) + 1
+        if out and "\n" not in text[start:end] and text.rfind("\n", 0, out[-1][0]) + 1 == line and _row(text, line):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def _row(text: str, line: int) -> bool:
+    """Whether the line starting at `line` is a table row."""
+    end = text.find("\n", line)
+    return table_row(text, line, len(text) if end < 0 else end) is not None
 
 
 class _Tables:
