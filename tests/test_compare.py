@@ -119,6 +119,11 @@ def test_amounts_are_read_next_to_a_question_word_and_years_are_not_amounts() ->
     assert choose("Which lake covers fewer hectares, the Olm or the Tarn?", items)[0] == "Tarn"
 
 
+def test_a_digit_inside_an_identifier_is_no_amount() -> None:
+    items = [("Atlas", ["Atlas runs on kestrel-3 with 12 engineers."]), ("Borealis", ["Borealis has 9 engineers."])]
+    assert choose("Which team has more engineers, Atlas or Borealis?", items)[0] == "Atlas"
+
+
 def test_an_amount_followed_by_a_comma_is_read_whole() -> None:
     items = [("Atlas", ["Engineers: 7, the lead included."]), ("Borealis", ["Engineers: 5, the lead included."])]
     assert choose("Which team has more engineers, Atlas or Borealis?", items)[0] == "Atlas"

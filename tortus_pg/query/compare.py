@@ -60,13 +60,14 @@ ROLE_WORDS = ("director|composer|author|writer|producer|performer|creator|founde
               "|singer|lyricist|editor|screenwriter|architect|designer")
 _ROLES = re.compile(rf"\b(?:the|whose|its|their)\s+({ROLE_WORDS})\b", re.I)
 _YEAR = re.compile(r"(?<!\d)(?<!\d[,.])(1[0-9]{3}|20[0-9]{2})(?!\d|[,.]\d)")
-# A number, with its thousands separated or not ("1,250", "5, the lead included"), or a count
-# written in words ("eight of us"); "one" is left out, as it is mostly a pronoun ("one of the …").
+# A number, with its thousands separated or not ("1,250", "5, the lead included"), not a digit
+# inside an identifier ("kestrel-3", "E-1042"), or a count written in words ("eight of us");
+# "one" is left out, as it is mostly a pronoun ("one of the …").
 _TEENS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
           "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
 _TENS = ("thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 _COUNTS = {w: n for n, w in enumerate(_TEENS, start=2)} | {w: 30 + 10 * n for n, w in enumerate(_TENS)} | {"dozen": 12}
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?(?!\w|,\d)"
+_NUMBER = re.compile(r"(?<![\w.-])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,-])\d+(?:\.\d+)?(?!\w|,\d|-\w)"
                      rf"|\b(?:{'|'.join(_COUNTS)})\b", re.I)
 # Units of time, in seconds: "2 h 14 min" and "5 hours 40 minutes" are durations to compare.
 _SECONDS = {"ms": 0.001, "millisecond": 0.001, "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600,
