@@ -285,7 +285,7 @@ def _read(
     reading = read_chain(page, terms.weights, kind, question.asked, bridges)
     comparison, labels = question.comparison, [e.label for e in evidence]
     if comparison is not None:  # "…, A or B?": the values compared lead, the option they favour answers
-        described = _described(conn, comparison, labels, ts_config)
+        described = _options_described(conn, comparison, labels, ts_config)
         reading = lead_with_pick(reading, comparison, page, terms.weights, described)
     if question.sameness is not None:  # "Are A and B from the same country?": the origins lead, yes or no
         reading = lead_with_verdict(reading, judge_sameness(question.sameness, sentences, labels))
@@ -305,7 +305,8 @@ def _read(
     return Read(claims, set(reading.covered), best, reading.verdict)
 
 
-def _described(conn: psycopg.Connection, comparison: Comparison, labels: Sequence[str], ts_config: str) -> Described:
+def _options_described(conn: psycopg.Connection, comparison: Comparison, labels: Sequence[str],
+                       ts_config: str) -> Described:
     """The lexemes of a comparison's options and of the evidence documents' titles."""
     titles = list(dict.fromkeys(document(label) for label in labels))
     found = lexemes(conn, [*comparison.options, *titles], ts_config)

@@ -139,16 +139,17 @@ def pick(comparison: Comparison, page: Page, weights: Mapping[str, float],
 
 def _value(comparison: Comparison, n: int, page: Page, weights: Mapping[str, float],
            described: Described | None) -> tuple[int, float, bool] | None:
-    """The sentence giving the nth option's compared value (through its person in the asked role when
-    there is one), the value, and whether it is a duration: for how long something lasted, the
+    """The sentence giving the nth option's compared value (through its person in the asked role
+    when there is one), the value, and whether it is a duration: for how long something lasted, the
     first sentence about the option giving a duration (in seconds), whatever words it shares."""
     sentences, labels = page.sentences, page.labels
     about = holders(comparison.options[n], comparison.role, sentences, labels)
     if not about and comparison.role is None and described is not None:
         about = _described(described.options[n] - described.options[1 - n], described.titles, page, weights)
-    lasted = next(((j, d) for j in about if (d := duration(sentences[j].text)) is not None), None)
-    if comparison.lasting and lasted is not None:
-        return lasted[0], lasted[1], True
+    if comparison.lasting:
+        lasted = next(((j, d) for j in about if (d := duration(sentences[j].text)) is not None), None)
+        if lasted is not None:
+            return lasted[0], lasted[1], True
     for j in about:
         value = _read(comparison, sentences[j].text, weights, page.own[j])
         if value is not None:
