@@ -52,6 +52,23 @@ def test_the_statement_that_leads_on_to_the_answer_starts_the_chain() -> None:
     assert short == "Betty Cohen"
 
 
+def test_the_bridge_sentence_saying_what_the_first_leaves_unsaid_leads_and_answers() -> None:
+    # The director's opening sentence is the likeliest by its form (it opens its item, names him,
+    # gives a place-like name); the sentence saying where he died, the part of the question the
+    # film's sentence leaves unsaid, leads on from the film, and its place, stated after "in",
+    # is the short answer. Another sentence about him says "die" of someone else, with no place
+    # stated so. (Lexemes are plain words here: "die" stands for the stem.)
+    question = "Where did the director of film Red Dust die?"
+    quoted, short = read(question, [
+        ("Red Dust", ["Red Dust is a 1931 film directed by Ona Vale."]),
+        ("Ona Vale", ["Ona Vale (1890 – 1960) was an American film director.",
+                      "Jones would die after the fire, while Vale was hurt.", "Vale would die in Salinas in 1960."]),
+    ], weights={"red": 3.0, "dust": 3.0, "film": 0.5, "director": 1.0, "die": 1.0},
+        dense=[0.6, 0.6, 0.1, 0.1])
+    assert quoted[:2] == ["Red Dust is a 1931 film directed by Ona Vale.", "Vale would die in Salinas in 1960."]
+    assert short == "Salinas"
+
+
 def test_a_best_match_that_answers_itself_stays_first() -> None:
     question = "Who founded Cartoon Loop?"
     quoted, short = read(question, [

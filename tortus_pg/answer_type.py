@@ -119,7 +119,13 @@ class AnswerType:
 
     def values(self, text: str, asked: frozenset[str] = frozenset()) -> list[str]:
         """The values of this type in `text` that the question does not already say (`asked`:
-        its words, casefolded), in order: what a sentence answers with."""
+        its words, casefolded), those stated plainly after the type's cue first ("died in Los
+        Angeles"): what a sentence answers with."""
+        return cued_first(self.found(text, asked))
+
+    def found(self, text: str, asked: frozenset[str] = frozenset()) -> list[tuple[bool, str]]:
+        """The values of `values` in the order `text` gives them, each with whether it is stated
+        plainly, after the type's cue."""
         said = {w for a in asked for w in re.findall(r"\w+", a.casefold())}
         found = []
         for start, end in self._runs(text):
@@ -128,9 +134,8 @@ class AnswerType:
             opening = re.fullmatch(r"[A-Z][a-z'’]+", value) is not None and _OPENING.search(text, 0, start)
             dated = self.names and _DATE.fullmatch(value) is not None
             if value and not words <= said and not opening and not dated:
-                cued = self.cue is not None and self.cue.search(text, 0, start) is not None
-                found.append((not cued, value))
-        return [value for _, value in sorted(found, key=lambda x: x[0])]
+                found.append((self.cue is not None and self.cue.search(text, 0, start) is not None, value))
+        return found
 
     def _runs(self, text: str) -> list[tuple[int, int]]:
         """The spans of the answer pattern, adjacent ones (a space or a comma apart) joined:
@@ -146,6 +151,11 @@ class AnswerType:
             else:
                 runs.append((m.start(), m.end()))
         return runs
+
+
+def cued_first(found: list[tuple[bool, str]]) -> list[str]:
+    """The values of `AnswerType.found`, those stated after the type's cue first."""
+    return [value for _, value in sorted(found, key=lambda x: not x[0])]
 
 
 def _copula(nouns: str) -> str:

@@ -24,10 +24,12 @@ when the next best leads on to the answer. The other sentences are rated by a lo
 whether a sentence holds the answer (`ANSWERS`), from what each adds to the first statement (the
 question's weight it covers that the first does not), its type, its similarity, whether it is
 about a bridge, from the first's group of evidence, opens its item or names something new; the
-likeliest join the first while the model rates them at least JOIN. The answer quotes at most
-MAX_CLAIMS; of them, the sentence giving a value of the asked type answers, in a chain one about a
-bridge first. Nothing here is keyed to a corpus: the weights of the question's terms come from the
-tenant's BM25 statistics, the types from the question's form, the bridges from the evidence, and
+likeliest join the first while the model rates them at least JOIN; of the sentences about a
+bridge, one saying part of what the first leaves unsaid follows it first (`_leading`). The
+answer quotes at most MAX_CLAIMS; of them, the sentence giving a value of the asked type
+answers, in a chain one about a bridge first, then one stating it after the type's cue. Nothing
+here is keyed to a corpus: the weights of the question's terms come from the tenant's BM25
+statistics, the types from the question's form, the bridges from the evidence, and
 the model's weights are fitted on public multi-hop sets (`benchmarks/fit_reader.py`).
 """
 
@@ -39,7 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tortus_pg.answer_type import AnswerType, names_in
+from tortus_pg.answer_type import AnswerType, cued_first, names_in
 from tortus_pg.query.logistic import Model
 
 MAX_CLAIMS = 3
@@ -152,9 +154,11 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
     sentences, n = page.sentences, len(page.sentences)
     sets = _in_context(page.own, page.context, weights)
     lexical = np.array(lexical_shares(page.own, page.context, weights))
-    values = [kind.values(s.text, asked) if kind is not None else [] for s in sentences]
+    found = [kind.found(s.text, asked) if kind is not None else [] for s in sentences]
+    values = [cued_first(f) for f in found]
     base = {  # the signals that do not depend on the first
         "typed": np.array([bool(v) for v in values], dtype=float),
+        "cued": np.array([any(cued for cued, _ in f) for f in found], dtype=float),
         "dense": np.asarray(page.dense, dtype=float) if page.dense is not None else np.zeros(n),
         "opens": np.array([j == 0 or s.evidence != sentences[j - 1].evidence for j, s in enumerate(sentences)],
                           dtype=float),
@@ -260,9 +264,9 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
     # The answering sentence holds a value of the asked type. In a chain, one about a bridge
     # answers before the first statement: the question asks what the thing it names leads to
     # ("the date of birth of the director of film X" is the director's, not the film's). Then
-    # the likeliest.
-    about = measured.arrays["about"]
-    answer = max(chosen, key=lambda j: (bool(typed[j]), bool(about[j]), likely[j]))
+    # one stating its value plainly, after the type's cue ("born in Rome"); then the likeliest.
+    about, cued = measured.arrays["about"], measured.arrays["cued"]
+    answer = max(chosen, key=lambda j: (bool(typed[j]), bool(about[j]), bool(cued[j]), likely[j]))
     # The short answer is new information: not the bridge the first statement already named.
     known = {x.casefold() for x in names_in(page.sentences[first].text)} if answer != first else set()
     short = short_answer(page.sentences[answer].text, values[answer], known, asked)
@@ -290,13 +294,22 @@ def short_answer(text: str, values: Sequence[str], known: set[str], asked: froze
 
 
 def chain(measured: Signals, likely: np.ndarray) -> list[int]:
-    """The chain's own statements: the first; the likeliest sentence (by `likely`, the answer
-    model's probabilities) about a bridge; and, when the first lacks the checkable value asked
-    for, the likeliest of its group giving one."""
+    """The chain's own statements: the first; the sentence about a bridge that leads on from it
+    (`_leading`); and, when the first lacks the checkable value asked for, the one of its group
+    giving one that leads so."""
     arrays = measured.arrays
     gives = arrays["typed"] * arrays["near"] * float(measured.lacks_value)
-    lead = [int(np.argmax(np.where(reason > 0, likely, -1.0))) for reason in (arrays["about"], gives) if reason.any()]
+    lead = [_leading(reason, arrays, likely) for reason in (arrays["about"], gives) if reason.any()]
     return list(dict.fromkeys([measured.first, *lead]))
+
+
+def _leading(reason: np.ndarray, arrays: dict[str, np.ndarray], likely: np.ndarray) -> int:
+    """Of the sentences with a `reason` to follow the first, the one saying part of what the first
+    leaves unsaid ("died", of "Where did the director … die?"), then stating a value of the asked
+    type plainly, after its cue ("died in Los Angeles"), then the likeliest (`likely`) to hold the
+    answer: the bridge's own first sentence is likelier by its form, not by what it says."""
+    candidates = np.flatnonzero(reason > 0)
+    return int(max(candidates, key=lambda j: (arrays["rest"][j] > 0, arrays["cued"][j] > 0, likely[j])))
 
 
 def quoted(measured: Signals, likely: np.ndarray) -> list[int]:
