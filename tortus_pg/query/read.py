@@ -129,11 +129,12 @@ class Page:
 @dataclass(frozen=True)
 class Signals:
     """What the reader measures of every sentence for a question: the first statement, the
-    values of the asked type each holds, and the answer model's signals (arrays over the
-    sentences, named as `ANSWERS` weighs them)."""
+    values of the asked type each holds and whether one is stated after the type's cue, and the
+    answer model's signals (arrays over the sentences, named as `ANSWERS` weighs them)."""
 
     first: int
     values: list[list[str]]
+    cued: np.ndarray
     arrays: dict[str, np.ndarray]
     covered: list[set[str]]  # each sentence's question lexemes, read in its heading's context
     lacks_value: bool  # the question asks for a checkable value (a time, an amount …) the first does not give
@@ -158,7 +159,6 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
     values = [cued_first(f) for f in found]
     base = {  # the signals that do not depend on the first
         "typed": np.array([bool(v) for v in values], dtype=float),
-        "cued": np.array([any(cued for cued, _ in f) for f in found], dtype=float),
         "dense": np.asarray(page.dense, dtype=float) if page.dense is not None else np.zeros(n),
         "opens": np.array([j == 0 or s.evidence != sentences[j - 1].evidence for j, s in enumerate(sentences)],
                           dtype=float),
@@ -170,7 +170,8 @@ def signals(page: Page, weights: Mapping[str, float], kind: AnswerType | None, a
               for j in np.argsort(-match, kind="stable")[:STARTS]]
     first, arrays = max(starts, key=lambda start: match[start[0]] + _leads_on(start[0], start[1], n))
     lacks = kind is not None and kind.required and not base["typed"][first]
-    return Signals(first, values, arrays, sets, lacks, bridges)
+    cued = np.array([any(c for c, _ in f) for f in found], dtype=bool)
+    return Signals(first, values, cued, arrays, sets, lacks, bridges)
 
 
 def in_other_forms(own: Sequence[set[str]], context: Sequence[set[str]], terms: Iterable[str],
@@ -265,7 +266,7 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
     # answers before the first statement: the question asks what the thing it names leads to
     # ("the date of birth of the director of film X" is the director's, not the film's). Then
     # one stating its value plainly, after the type's cue ("born in Rome"); then the likeliest.
-    about, cued = measured.arrays["about"], measured.arrays["cued"]
+    about, cued = measured.arrays["about"], measured.cued
     answer = max(chosen, key=lambda j: (bool(typed[j]), bool(about[j]), bool(cued[j]), likely[j]))
     # The short answer is new information: not the bridge the first statement already named.
     known = {x.casefold() for x in names_in(page.sentences[first].text)} if answer != first else set()
@@ -299,17 +300,17 @@ def chain(measured: Signals, likely: np.ndarray) -> list[int]:
     giving one that leads so."""
     arrays = measured.arrays
     gives = arrays["typed"] * arrays["near"] * float(measured.lacks_value)
-    lead = [_leading(reason, arrays, likely) for reason in (arrays["about"], gives) if reason.any()]
+    lead = [_leading(reason, measured, likely) for reason in (arrays["about"], gives) if reason.any()]
     return list(dict.fromkeys([measured.first, *lead]))
 
 
-def _leading(reason: np.ndarray, arrays: dict[str, np.ndarray], likely: np.ndarray) -> int:
+def _leading(reason: np.ndarray, measured: Signals, likely: np.ndarray) -> int:
     """Of the sentences with a `reason` to follow the first, the one saying part of what the first
     leaves unsaid ("died", of "Where did the director … die?"), then stating a value of the asked
     type plainly, after its cue ("died in Los Angeles"), then the likeliest (`likely`) to hold the
     answer: the bridge's own first sentence is likelier by its form, not by what it says."""
-    candidates = np.flatnonzero(reason > 0)
-    return int(max(candidates, key=lambda j: (arrays["rest"][j] > 0, arrays["cued"][j] > 0, likely[j])))
+    rest = measured.arrays["rest"]
+    return int(max(np.flatnonzero(reason > 0), key=lambda j: (rest[j] > 0, bool(measured.cued[j]), likely[j])))
 
 
 def quoted(measured: Signals, likely: np.ndarray) -> list[int]:
