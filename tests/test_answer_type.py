@@ -151,6 +151,8 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
     ("Which queue carries reminders?", "- Replace `msg-outbound` with `msg-outbound-priority` for reminders.",
      ["msg-outbound", "msg-outbound-priority"]),
     ("Which status was set?", "**Status:** Accepted", ["Accepted"]),
+    # So does a one-letter first word.
+    ("Where was the director born?", "A native of Verona, he moved to Rome.", ["Verona", "Rome"]),
     # An ISO date is one value, though the question says its year.
     ("When was the design behind the June 2024 incident accepted?", "| Accepted on | 2024-05-20 |", ["2024-05-20"]),
 ])

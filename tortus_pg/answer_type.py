@@ -131,7 +131,7 @@ class AnswerType:
         for start, end in self._runs(text):
             value = text[start:end].strip("` ").rstrip(".,;:")
             words = {w.casefold() for w in re.findall(r"\w+", value)}
-            opening = re.fullmatch(r"[A-Z][a-z'’]+", value) is not None and _OPENING.search(text, 0, start)
+            opening = re.fullmatch(r"[A-Z][a-z'’]*", value) is not None and _OPENING.search(text, 0, start)
             dated = self.names and _DATE.fullmatch(value) is not None
             if value and not words <= said and not opening and not dated:
                 found.append((self.cue is not None and self.cue.search(text, 0, start) is not None, value))

@@ -59,15 +59,16 @@ FORM = 5  # the letters the shorter of two forms of a word has at least (`in_oth
 DEATH = frozenset({"die", "died", "dies", "death", "dead"})  # a question's words asking about a death
 # Lexemes that state one family relation (from either side, or as its event) or one event of a
 # life: "X married Y" says who X's husband or wife is, "X, the son of Y" who X's father (or,
-# read again of Y, X's grandfather) is, "born in" where X's place of birth is, "died" when X's
-# death was (`in_other_forms`).
+# read again of Y, X's grandfather) is, "born in" or "a native of" where X's place of birth is,
+# "died" when X's death was, "graduated from" where X studied (`in_other_forms`).
 RELATION_WORDS = (
     frozenset({"husband", "wife", "wive", "spous", "marri", "marriag", "wed", "widow"}),
     frozenset({"father", "mother", "parent", "son", "daughter", "child", "children", "grandfath", "grandmoth",
                "grandpar", "grandson", "granddaught", "stepfath", "stepmoth", "patern", "matern"}),
     frozenset({"brother", "sister", "sibl"}),
-    frozenset({"birth", "born", "birthplac"}),
+    frozenset({"birth", "born", "birthplac", "birthday", "nativ"}),
     frozenset({"death", "die", "dead", "deceas"}),
+    frozenset({"studi", "educ", "graduat", "alma", "alumnus", "alumni"}),
 )
 _SPAN_DASH = re.compile(r"[–—]|\s-\s")  # what joins the two ends of a span ("1874 – 1954")
 
