@@ -2,7 +2,7 @@
 
 import pytest
 
-from tortus_pg.answer_type import TYPES, expected_type, names_in
+from tortus_pg.answer_type import TYPES, expected_type, names_in, place_part
 
 
 @pytest.mark.parametrize(("question", "kind"), [
@@ -181,3 +181,17 @@ def test_person_place_and_name_are_not_required_of_an_answer() -> None:
 ])
 def test_a_possessive_or_and_ends_a_name(text: str, names: list[str]) -> None:
     assert names_in(text) == names
+
+
+@pytest.mark.parametrize(("value", "question", "part"), [
+    ("Brooklyn, New York, United States", "Where was the director born?", "Brooklyn"),
+    ("Portland, Oregon", "The singer is from what state?", "Oregon"),
+    ("White County, Arkansas, United States", "In which country is Midway?", "United States"),
+    ("McDowell County, West Virginia", "In what county is the town?", "McDowell County"),
+    ("Leyton, East London", "In which city did the band form?", "Leyton"),
+    ("Florence, Soffici", "What is the place of birth of the director?", "Florence"),  # a name after the place
+    ("Rome", "In which country did he die?", "Rome"),
+])
+def test_a_run_of_places_answers_with_the_part_asked_for(value: str, question: str, part: str) -> None:
+    asked = frozenset(w.casefold() for w in question.replace("?", " ").split())
+    assert place_part(value, asked) == part

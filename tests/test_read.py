@@ -329,3 +329,17 @@ def test_a_bridge_sentence_saying_the_birth_as_a_native_of_a_place_leads_and_ans
     weights = {"place": 2.0, "birth": 3.0, "director": 2.5, "film": 1.0, "pale": 6.0, "harbour": 6.0}
     reading = read_chain(page, weights, expected_type(question), frozenset(words(question)))
     assert reading.chosen[:2] == [0, 2] and reading.short == "Verona"
+
+
+def test_the_short_answer_of_a_run_of_places_is_the_part_asked_for() -> None:
+    texts = ["Pale Harbour is a 1961 drama film directed by Carlo Lotti.",
+             "Carlo Lotti was born in Wimborne, Dorset, and studied in London."]
+    own = [{"pale", "harbour", "1961", "drama", "film", "direct", "carlo", "lotti"},
+           {"carlo", "lotti", "born", "wimborn", "dorset", "studi", "london"}]
+    page = Page([Sentence(i, 0, len(t), t) for i, t in enumerate(texts)], own, [set(), set()],
+                ["Pale Harbour", "Carlo Lotti"], [0.7, 0.5], [0, 1])
+    weights = {"born": 3.0, "director": 2.5, "film": 1.0, "pale": 6.0, "harbour": 6.0}
+    for question, short in (("Where was the director of film Pale Harbour born?", "Wimborne"),
+                            ("In which county was the director of film Pale Harbour born?", "Dorset")):
+        reading = read_chain(page, weights, expected_type(question), frozenset(words(question)))
+        assert reading.short == short

@@ -107,6 +107,9 @@ class AnswerType:
     # Whether its values are names (a person, a place, a name): a date ("May 1900", "June 20")
     # is capitalised like one but names nothing.
     names: bool = False
+    # Whether a value may be a run of places, the most specific first ("Portland, Oregon"), of
+    # which the question asks for one (`place_part`).
+    nested: bool = False
 
     def asked_by(self, question: str, in_place: bool = False) -> bool:
         """Whether `question` asks for this type by its opening, or with `in_place` where the
@@ -151,6 +154,30 @@ class AnswerType:
             else:
                 runs.append((m.start(), m.end()))
         return runs
+
+
+# The levels of a run of places, the most specific first: a town is the run's first part, a
+# country its last, a county or a state the part that says so, else the part after the first.
+_TOWNS = frozenset({"city", "town", "village"})
+_COUNTRIES = frozenset({"country", "nation"})
+_LEVELS = ("county", "state", "province", "region", "district")
+
+
+def place_part(value: str, asked: frozenset[str]) -> str:
+    """The part of a run of places ("Brooklyn, New York, United States") that the question's
+    words (`asked`, casefolded) ask for: the level it names ("what state" -> "New York"), else
+    the most specific, its first ("Where was she born?" -> "Brooklyn"). A run also joins a place
+    to the name after its comma ("A native of Florence, Soffici moved …"), which the first part
+    leaves out."""
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if len(parts) < 2 or asked & _TOWNS:
+        return parts[0] if parts else value
+    if asked & _COUNTRIES:
+        return parts[-1]
+    level = next((w for w in _LEVELS if w in asked), None)
+    if level is None:
+        return parts[0]
+    return next((p for p in parts if level in p.casefold()), parts[1])
 
 
 def cued_first(found: list[tuple[bool, str]]) -> list[str]:
@@ -221,6 +248,7 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
                             r"|region|town|county|province|village|continent)\W*$|\bwhere\W*$", re.I),
         cue=re.compile(r"\b(?:in|at|from|near)\s+(?:the\s+)?$", re.I),
         names=True,
+        nested=True,
     ),
     AnswerType(
         "a nationality",

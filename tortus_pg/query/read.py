@@ -27,7 +27,8 @@ about a bridge, from the first's group of evidence, opens its item or names some
 likeliest join the first while the model rates them at least JOIN; of the sentences about a
 bridge, one saying part of what the first leaves unsaid follows it first (`_leading`). The
 answer quotes at most MAX_CLAIMS; of them, the sentence giving a value of the asked type
-answers, in a chain one about a bridge first, then one stating it after the type's cue. Nothing
+answers, in a chain one about a bridge first, then one stating it after the type's cue; of a
+run of places its short answer is the part the question asks for (`place_part`). Nothing
 here is keyed to a corpus: the weights of the question's terms come from the tenant's BM25
 statistics, the types from the question's form, the bridges from the evidence, and
 the model's weights are fitted on public multi-hop sets (`benchmarks/fit_reader.py`).
@@ -41,7 +42,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tortus_pg.answer_type import AnswerType, cued_first, names_in
+from tortus_pg.answer_type import AnswerType, cued_first, names_in, place_part
 from tortus_pg.query.logistic import Model
 
 MAX_CLAIMS = 3
@@ -272,6 +273,8 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
     # The short answer is new information: not the bridge the first statement already named.
     known = {x.casefold() for x in names_in(page.sentences[first].text)} if answer != first else set()
     short = short_answer(page.sentences[answer].text, values[answer], known, asked)
+    if short is not None and kind is not None and kind.nested:
+        short = place_part(short, asked)
     # What the chain's statements leave unsaid is what a bridge is followed to; the sentences
     # the model adds answer, but they do not redirect the chain.
     found = frozenset(t for j in chain(measured, likely) if j in chosen for t in measured.covered[j] if t in weights)
