@@ -69,6 +69,9 @@ from tortus_pg.answer_type import TYPES, expected_type, names_in, place_part
     ("The state where the painter died has how many congressional districts?", "an amount"),
     ("The song's writer was the second wife of what singer?", "a name"),
     ("He served as chief of staff to which Queensland senator?", "a name"),
+    ("The series starred which Canadian actress, known for a role in a hospital drama?", "a name"),
+    ("The album featured a guest appearance by which rapper, actor and producer?", "a name"),
+    ("The show which was written by Ann Lee won two awards?", None),  # a relative "which" asks nothing
     ("The club takes part in what?", None),  # a bare "what" names no kind of thing
     ("Who won the cup, and how many times?", "a person"),  # an opening asks before an in-place phrase
 ])

@@ -270,8 +270,11 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
                    + r"|^\W*what\s+(?:is|was|are|were)\s+(?:the\s+)?(?:[\w'’-]+\s+){1,4}?called\b", re.I),
         re.compile(_NAME),
         required=False,
-        # "… the wife of what singer?": "what" or "which" and its noun ending the question, not opening it
-        in_place=re.compile(r"(?<=[\w'’\")]\s)(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$", re.I),
+        # "… the wife of what singer?": "what" or "which" and its noun ending the question, not opening it;
+        # or inside it, before a word that is no verb or pronoun ("… starred which Canadian actress, known …?")
+        in_place=re.compile(r"(?<=[\w'’\")]\s)(?:what|which)\s+(?:[\w'’-]+\s+){0,3}[\w'’-]+\W*$"
+                            r"|(?<=[a-z]\s)(?:which|what)\s+(?!(?:is|was|are|were|does|do|did|has|have|had|can|could"
+                            r"|will|would|should|may|might|must|he|she|it|they|we|you|i)\b)[A-Za-z]", re.I),
         names=True,
     ),
 )
