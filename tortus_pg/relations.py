@@ -26,7 +26,7 @@ from tortus_pg.synth import SUPPORTED, Synthesis, cited_text
 _GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
 _KINDS = {
     "group": _GROUPS,
-    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|adrs?|records?",
+    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|[Aa][Dd][Rr]s?|records?",
     "event": r"incidents?|outages?|postmortems?",
     "system": r"systems?|services?|components?|applications?|platforms?|stores?|clusters?|databases?|tools?",
 }
