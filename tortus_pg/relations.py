@@ -26,7 +26,7 @@ from tortus_pg.synth import SUPPORTED, Synthesis, cited_text
 _GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
 _KINDS = {
     "group": _GROUPS,
-    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|[Aa][Dd][Rr]s?|records?",
+    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|adrs?|records?",
     "event": r"incidents?|outages?|postmortems?",
     "system": r"systems?|services?|components?|applications?|platforms?|stores?|clusters?|databases?|tools?",
 }
@@ -34,14 +34,11 @@ _NOUN = "|".join(_KINDS.values())
 # "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question. The
 # words are lowercase: in "In which Token Service release …" the noun belongs to a name. They
 # are not a verb either: "What is the service …" asks what it is, not which one.
-_PHRASE = (r"(?P<phrase>(?:(?!(?:is|was|are|were|does|do|did|has|have|had)\b)[a-z][\w-]*\s+){0,3}?"
-           rf"(?:{_NOUN})(?:\s+(?:{_NOUN}))*)")
 _TARGET = re.compile(
     r"(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
-    rf"(?:[Ww]hich|[Ww]hat)\s+{_PHRASE}\b"
+    r"(?:[Ww]hich|[Ww]hat)\s+(?P<phrase>(?:(?!(?:is|was|are|were|does|do|did|has|have|had)\b)[a-z][\w-]*\s+){0,3}?"
+    rf"(?:{_NOUN})(?:\s+(?:{_NOUN}))*)\b"
 )
-# … or where the answer would stand, ending the question: "ADR-011 replaced which older ADR?"
-_TARGET_IN_PLACE = re.compile(rf"\s(?:which|what)\s+{_PHRASE}\W*$")
 _GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
 
 
@@ -54,9 +51,8 @@ class Target:
 
 
 def target_of(question: str) -> Target | None:
-    """The kind of node a "Which …" question asks for, by its opening or where the answer would
-    stand at its end ("… replaced which older ADR?"); None for any other question."""
-    found = _TARGET.search(question) or _TARGET_IN_PLACE.search(question)
+    """The kind of node a "Which …" question asks for; None for any other question."""
+    found = _TARGET.search(question)
     if found is None:
         return None
     phrase = found.group("phrase")
