@@ -4,13 +4,15 @@ chain `best_relation` picks to answer a "Which team / system / decision …" que
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
 from tortus_pg.db import tenant_scope
+from tortus_pg.embed import HashEmbedder
 from tortus_pg.query.question import concepts_in, labels
 from tortus_pg.query.terms import question_terms
-from tortus_pg.relations import Relation, Target, best_relation, matches, target_of
+from tortus_pg.relations import Relation, Target, answer, best_relation, matches, target_of
 
 
 @pytest.fixture
@@ -149,3 +151,21 @@ def test_a_system_answer_is_a_thing_the_sources_call_one(corpus: psycopg.Connect
     # The cluster's own page says what it is.
     cluster = _relation(corpus, "Which database cluster does Route Planner rely on for its orders?")
     assert cluster is not None and cluster.labels == ["Route Planner", "kestrel-3"]
+
+
+CHAIN = {
+    "inc-77.md": "# INC-77\n\nINC-77 was caused by Tollgate, whose disk filled up overnight.\n",
+    "tollgate.md": "# Tollgate\n\nTollgate is the service that meters toll roads for the vans.\n"
+                   "Tollgate is owned by the Metering Team.\n",
+    "metering-team.md": "# Metering Team\n\nThe Metering Team runs the billing meters.\n",
+}
+
+
+@pytest.mark.parametrize("corpus", [CHAIN], indirect=True)
+def test_the_node_a_chain_ends_at_is_the_short_answer(corpus: psycopg.Connection) -> None:
+    r = _relation(corpus, "Which team owns the service that caused INC-77?")
+    assert r is not None and r.labels == ["INC-77", "Tollgate", "Metering Team"]
+    _, synthesis, _ = answer(corpus, r, [], np.asarray(HashEmbedder(384).embed(["q"])[0]), k=5, max_tokens=1_200)
+    # Only the claim stating the last edge gives it; the bridge's claim gives none.
+    assert [(c.relation, c.short_answer) for c in synthesis.claims] == [
+        ("INC-77 caused by Tollgate", None), ("Tollgate owned by Metering Team", "Metering Team")]

@@ -272,8 +272,10 @@ def answer(
             items.append(e)
             used += words
     at = {e.node_id: i for i, e in enumerate(items)}
-    claims = [_claim(q, what, n, at[c]) for n, (q, what, c) in enumerate(((q, w, c) for q, w, c in held_in if c in at),
-                                                                         1)]
+    # The node the chain ends at is the short answer, given by the claim stating its edge.
+    end = relation.hops[-1]
+    claims = [_claim(q, what, n, at[c], relation.labels[-1] if q is end else None)
+              for n, (q, what, c) in enumerate(((q, w, c) for q, w, c in held_in if c in at), 1)]
     reach: dict[int, Reached] = {}
     why = f"a relation the source states, toward the {relation.asked} asked for"
     for i, hop in enumerate(relation.hops):
@@ -287,6 +289,6 @@ def answer(
     return items, synthesis, reach
 
 
-def _claim(quote: Quote, relation: str, citation: int, evidence: int) -> Claim:
+def _claim(quote: Quote, relation: str, citation: int, evidence: int, short: str | None) -> Claim:
     return Claim(" ".join(quote.text.split()), citation, evidence, quote.uri, quote.page, (quote.start, quote.end),
-                 relation=relation)
+                 relation=relation, short_answer=short)
