@@ -155,3 +155,22 @@ def test_an_html_table_of_header_and_value_rows_reads_as_key_value_lines():
     found = edges(extract_concepts(doc, chunk_document(doc)))
     assert found[("van planner", "owned_by", "dispatch tooling")] == "key:owner"
     assert found[("van planner", "depends_on", "osprey-4")] == "key:runs on"
+
+
+def test_an_html_definition_list_reads_as_key_value_lines():
+    # The main-content extractor drops a <dl>, or puts each term on a line apart from its
+    # definition: either way the pair it states would be lost.
+    page = (b"<html><head><title>OUT-12</title></head><body><article><h1>OUT-12: Parcel labels not printing</h1>"
+            b"<dl class='meta'><dt>Severity</dt><dd>Sev3</dd><dt>Affected system</dt><dd>Label Printer</dd>"
+            b"<dt>Owner</dt><dd>Depot Tooling</dd><dd>Print Desk</dd></dl>"
+            b"<h2>Summary</h2><p>For an hour the depots in the north printed no parcel labels at all. "
+            b"Drivers left late and the evening collections were moved to the next morning.</p>"
+            b"<dl><dt>Glossary</dt><dd><dl><dt>Label</dt><dd>The sticker on a parcel</dd></dl></dd></dl>"
+            b"</article></body></html>")
+    doc = parse_document(page, name="out-12.html")
+    assert "- Severity: Sev3\n- Affected system: Label Printer\n- Owner: Depot Tooling; Print Desk" in doc.text
+    # A list inside a definition is part of that definition's text, not pairs of the outer list.
+    assert "- Glossary: Label The sticker on a parcel" in doc.text and "- Label:" not in doc.text
+    found = edges(extract_concepts(doc, chunk_document(doc)))
+    assert found[("out-12", "affects", "label printer")] == "key:affected system"
+    assert found[("out-12", "owned_by", "depot tooling")] == "key:owner"

@@ -38,7 +38,7 @@ def parse_html(data: bytes, name: str, limits: Limits, *, content_type: str | No
     """Decode HTML bytes and extract its text with `#` headings; warnings say when the
     charset needed replacement characters or the simple extractor was used."""
     notes: list[str] = []
-    markup = _key_value_tables_as_lists(_XML_INVALID.sub("", _decode(data, content_type, notes)))
+    markup = _key_values_as_lists(_XML_INVALID.sub("", _decode(data, content_type, notes)))
     text = _main_content(markup, notes)
     if text is None:
         text = html_to_text(markup)
@@ -117,30 +117,56 @@ def _soup(markup: str) -> BeautifulSoup:
         return BeautifulSoup(markup, "lxml")
 
 
-def _key_value_tables_as_lists(markup: str) -> str:
-    """Tables whose every row is a header cell and its values ("<tr><th>Squad lead</th>
-    <td>Adaeze Okonkwo</td></tr>") rewritten as lists of "key: value" items. Markdown has no
-    such table: its first row would become a column header, which states nothing, and the pair
-    in it would be lost."""
-    if "<th" not in markup.lower():
+def _key_values_as_lists(markup: str) -> str:
+    """Key–value markup rewritten as lists of "key: value" items: tables whose every row is a
+    header cell and its values ("<tr><th>Squad lead</th><td>Adaeze Okonkwo</td></tr>"), and
+    definition lists ("<dt>Owner</dt><dd>Data Platform squad</dd>"). Markdown has neither: such
+    a table's first row would become a column header, which states nothing, and the main-content
+    extractor drops a definition list or puts each term on a line apart from its definition, so
+    the pairs would be lost."""
+    lowered = markup.lower()
+    if "<th" not in lowered and "<dt" not in lowered:
         return markup
     soup = _soup(markup)
+    found = [(t, _table_pairs(t)) for t in soup.find_all("table")]
+    found += [(d, _definition_pairs(d)) for d in soup.find_all("dl")]
     changed = False
-    for table in soup.find_all("table"):
-        rows = table.find_all("tr")
-        cells = [row.find_all(["th", "td"], recursive=False) for row in rows]
-        if not rows or not all(len(c) >= 2 and c[0].name == "th" and all(x.name == "td" for x in c[1:])
-                               for c in cells):
+    for element, pairs in found:
+        if not pairs or not any(p is soup for p in element.parents):  # or inside one replaced already
             continue
         items = soup.new_tag("ul")
-        for row in cells:
+        for key, values in pairs:
             item = soup.new_tag("li")
-            key, *values = (_collapse(cell.get_text()) for cell in row)
-            item.string = f"{key}: {'; '.join(values)}"
+            item.string = f"{key}: {'; '.join(values)}" if key else "; ".join(values)
             items.append(item)
-        table.replace_with(items)
+        element.replace_with(items)
         changed = True
     return str(soup) if changed else markup
+
+
+def _table_pairs(table: Tag) -> list[tuple[str, list[str]]]:
+    """A table's rows as (header cell, values) when every row is a header cell and its values."""
+    cells = [row.find_all(["th", "td"], recursive=False) for row in table.find_all("tr")]
+    if not cells or not all(len(c) >= 2 and c[0].name == "th" and all(x.name == "td" for x in c[1:]) for c in cells):
+        return []
+    return [(_collapse(row[0].get_text()), [_collapse(x.get_text()) for x in row[1:]]) for row in cells]
+
+
+def _definition_pairs(dl: Tag) -> list[tuple[str, list[str]]]:
+    """A definition list's terms, each with the definitions that follow it (a definition before
+    any term has an empty key); the terms and definitions of a list nested in it are its own."""
+    pairs: list[tuple[str, list[str]]] = []
+    for part in dl.find_all(["dt", "dd"]):
+        if part.find_parent("dl") is not dl:
+            continue
+        text = _collapse(part.get_text(" "))
+        if part.name == "dt":
+            pairs.append((text, []))
+        elif pairs:
+            pairs[-1][1].append(text)
+        else:
+            pairs.append(("", [text]))
+    return [(key, values) for key, values in pairs if key or values]
 
 
 def _main_content(markup: str, notes: list[str]) -> str | None:
