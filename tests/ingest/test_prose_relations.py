@@ -21,6 +21,12 @@ def edges(ex: Extraction) -> dict[tuple[str, str, str], str]:
     return {(e.src, e.type, e.dst): e.rule for e in ex.edges if e.rule != "cooccurrence"}
 
 
+def read_html(page: bytes, name: str) -> tuple[str, dict[tuple[str, str, str], str]]:
+    """An HTML page's text as parsed, and the edges extracted from it."""
+    doc = parse_document(page, name=name)
+    return doc.text, edges(extract_concepts(doc, chunk_document(doc)))
+
+
 SERVICE_PAGE = """# Parcel Router
 
 Owner: Dispatch Tooling
@@ -149,10 +155,9 @@ def test_an_html_table_of_header_and_value_rows_reads_as_key_value_lines():
             b"<tr><th>Runs on</th><td><code>osprey-4</code>, a replica</td></tr></table>"
             b"<h2>Routes</h2><table><tr><th>Route</th><th>Depot</th></tr><tr><td>R1</td><td>Leeds</td></tr>"
             b"<tr><td>R2</td><td>York</td></tr></table></article></body></html>")
-    doc = parse_document(page, name="van-planner.html")
-    assert "- Owner: Dispatch Tooling\n- Runs on: osprey-4, a replica" in doc.text
-    assert "| Route | Depot |" in doc.text  # a table with a header row stays a table
-    found = edges(extract_concepts(doc, chunk_document(doc)))
+    text, found = read_html(page, "van-planner.html")
+    assert "- Owner: Dispatch Tooling\n- Runs on: osprey-4, a replica" in text
+    assert "| Route | Depot |" in text  # a table with a header row stays a table
     assert found[("van planner", "owned_by", "dispatch tooling")] == "key:owner"
     assert found[("van planner", "depends_on", "osprey-4")] == "key:runs on"
 
@@ -167,10 +172,9 @@ def test_an_html_definition_list_reads_as_key_value_lines():
             b"Drivers left late and the evening collections were moved to the next morning.</p>"
             b"<dl><dt>Glossary</dt><dd><dl><dt>Label</dt><dd>The sticker on a parcel</dd></dl></dd></dl>"
             b"</article></body></html>")
-    doc = parse_document(page, name="out-12.html")
-    assert "- Severity: Sev3\n- Affected system: Label Printer\n- Owner: Depot Tooling; Print Desk" in doc.text
+    text, found = read_html(page, "out-12.html")
+    assert "- Severity: Sev3\n- Affected system: Label Printer\n- Owner: Depot Tooling; Print Desk" in text
     # A list inside a definition is part of that definition's text, not pairs of the outer list.
-    assert "- Glossary: Label The sticker on a parcel" in doc.text and "- Label:" not in doc.text
-    found = edges(extract_concepts(doc, chunk_document(doc)))
+    assert "- Glossary: Label The sticker on a parcel" in text and "- Label:" not in text
     assert found[("out-12", "affects", "label printer")] == "key:affected system"
     assert found[("out-12", "owned_by", "depot tooling")] == "key:owner"
