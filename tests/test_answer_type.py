@@ -158,6 +158,12 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
     ("Where was the director born?", "A native of Verona, he moved to Rome.", ["Verona", "Rome"]),
     # An ISO date is one value, though the question says its year.
     ("When was the design behind the June 2024 incident accepted?", "| Accepted on | 2024-05-20 |", ["2024-05-20"]),
+    # Names are written with the Latin alphabets' other letters too.
+    ("Who wrote the series?", "It is written by French-Canadian author Mélanie Watt.", ["Mélanie Watt"]),
+    ("Who reviews the grant?", "Grants are reviewed by Osman Şirin and Jørgen Buckhøj.",
+     ["Osman Şirin", "Jørgen Buckhøj"]),
+    ("Where was the director born?", "She was born in Ålesund, a port town.", ["Ålesund"]),
+    ("What nationality is the painter?", "Ona Vale (1890–1962) was a Québécois painter.", ["Québécois"]),
 ])
 def test_values_are_the_spans_of_the_type_the_question_does_not_say(
     question: str, sentence: str, values: list[str]

@@ -48,14 +48,19 @@ _UNITS = (
 _PERIODS = "daily|weekly|monthly|quarterly|yearly|annually|nightly|hourly|every|indefinitely|forever"
 
 
+# Capital and small letters of the Latin alphabets ("Mélanie", "Osman Şirin", "Ålesund"), as
+# character classes: names are written with them as well as with ASCII letters.
+_LATIN = [chr(c) for c in range(0x00C0, 0x0250)]
+_UP = "[A-Z" + "".join(c for c in _LATIN if c.isupper()) + "]"
+_LOW = "[a-z" + "".join(c for c in _LATIN if c.islower()) + "]"
 # An initial inside a name ("Waylon J. Smithers Jr.") is a capital and a full stop.
-_INITIAL = r"[A-Z]\.(?=\s+[A-Z])"
+_INITIAL = rf"{_UP}\.(?=\s+{_UP})"
 # A name: capitalised words (with the small words names carry inside them and their initials),
 # an identifier ("kestrel-3", "cdg.submissions", "E-1042") or a code span ("`elig.degraded_mode`").
 _NAME = (r"`[^`\n]{1,80}`|(?<![\w.-])(?:[A-Za-z]+[\w]*[-_.:/#][\w.:/#-]*\w|#[\w-]+)"
-         rf"|\b[A-Z][\w'’&-]*(?:\s+(?:(?:of|de|del|da|di|von|van|der|the|and|&|for|on|la|le)\s+)*(?:{_INITIAL}"
-         r"|[A-Z0-9][\w'’&-]*))*")
-_PERSON = rf"\b[A-Z][a-z'’-]+(?:\s+(?:(?:de|del|da|di|von|van|der|le|la)\s+)*(?:{_INITIAL}|[A-Z][\w'’-]+))+"
+         rf"|\b{_UP}[\w'’&-]*(?:\s+(?:(?:of|de|del|da|di|von|van|der|the|and|&|for|on|la|le)\s+)*(?:{_INITIAL}"
+         rf"|(?:{_UP}|[0-9])[\w'’&-]*))*")
+_PERSON = rf"\b{_UP}(?:{_LOW}|['’-])+(?:\s+(?:(?:de|del|da|di|von|van|der|le|la)\s+)*(?:{_INITIAL}|{_UP}[\w'’-]+))+"
 # A lone capitalised word opening a sentence or a line (after a list's bullet or emphasis) is the
 # sentence's first word, not a name.
 _OPENING = re.compile(r"(?:^[\s*•>#-]*|[.!?:;|]\s+|\n[\s*•>#-]*)$")
@@ -134,7 +139,7 @@ class AnswerType:
         for start, end in self._runs(text):
             value = text[start:end].strip("` ").rstrip(".,;:")
             words = {w.casefold() for w in re.findall(r"\w+", value)}
-            opening = re.fullmatch(r"[A-Z][a-z'’]*", value) is not None and _OPENING.search(text, 0, start)
+            opening = re.fullmatch(rf"{_UP}(?:{_LOW}|['’])*", value) is not None and _OPENING.search(text, 0, start)
             dated = self.names and _DATE.fullmatch(value) is not None
             if value and not words <= said and not opening and not dated:
                 found.append((self.cue is not None and self.cue.search(text, 0, start) is not None, value))
@@ -254,7 +259,7 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
         "a nationality",
         re.compile(r"^\W*(?:what|which)\s+(?:nationality|citizenship)\b|" + _copula("nationality|citizenship"), re.I),
         # A proper adjective: a capitalised word before a common noun ("a Swedish actor").
-        re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)*(?=\s+[a-z])"),
+        re.compile(rf"\b{_UP}{_LOW}+(?:-{_UP}{_LOW}+)*(?=\s+{_LOW})"),
         required=False,
         # What a description says just before it: "… is an American director", "was a 1949 British film".
         cue=re.compile(r"\b(?:is|was|are|were)\s+(?:an?\s+|the\s+)?(?:\d{4}\s+)?$", re.I),
