@@ -4,8 +4,8 @@
 
 create or replace function tortus.relation_paths(
     seeds bigint[], max_hops integer default 3,
-    edge_types text[] default array['owned_by', 'depends_on', 'caused_by', 'affects', 'implements', 'supersedes',
-                                    'contradicts', 'supports', 'cites', 'same_as'],
+    edge_types text[] default array['owned_by', 'led_by', 'depends_on', 'caused_by', 'affects', 'implements',
+                                    'supersedes', 'contradicts', 'supports', 'cites', 'same_as'],
     fan_out integer default 25, max_paths integer default 2000
 ) returns table (path bigint[], edges bigint[], types text[], directions text[], min_confidence real)
 language sql stable

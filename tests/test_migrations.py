@@ -148,3 +148,21 @@ def test_hnsw_indexes_are_rebuilt_with_more_candidates_per_insert(fresh_db: Call
     command.downgrade(migrate.alembic_config(url), "0009")
     with connect(url) as conn:
         assert conn.execute(HNSW_OPTIONS).fetchall() == [("node_embedding_384_hnsw", ""), ("node_embedding_8_hnsw", "")]
+
+
+def test_led_by_edges_are_allowed_from_revision_0013_and_go_on_downgrade(fresh_db: Callable[..., str]) -> None:
+    url = fresh_db()
+    migrate.upgrade(url)
+    insert = ("insert into tortus.edge (tenant_id, src, dst, type) select 't', min(node_id), max(node_id), %s "
+              "from tortus.node where tenant_id = 't'")
+    with connect(url) as conn:
+        conn.execute("insert into tortus.tenant (tenant_id, name) values ('t', 't')")
+        conn.execute("insert into tortus.node (tenant_id, kind, key, label) "
+                     "values ('t', 'entity', 'route desk', 'Route Desk'), ('t', 'entity', 'imogen varga', 'Imogen Varga')")
+        conn.execute(insert, ["led_by"])
+        conn.commit()
+    command.downgrade(migrate.alembic_config(url), "0012")
+    with connect(url) as conn:
+        assert conn.execute("select count(*) from tortus.edge").fetchone() == (0,)
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(insert, ["led_by"])

@@ -27,11 +27,18 @@ def db(demo: tuple[Path, dict[str, str]]) -> Iterator[psycopg.Connection]:
     ("The gateway depends on a service. Which architecture decision record made that change?",
      Target("decision", "architecture decision record")),
     ("In which incident did merchants receive E-1042?", Target("event", "incident")),
+    ("The Checkout Gateway belongs to which team?", Target("group", "team")),
+    # Who owns a thing is a group; who leads a group, a person (the group's name is not asked for).
+    ("Who owns the Checkout Gateway?", Target("group", "owns")),
+    ("Who is responsible for the system behind INC-77?", Target("group", "is responsible for")),
+    ("Who leads the team that owns the Checkout Gateway?", Target("person", "leads the team")),
+    ("Who heads up the Fleet Data group?", Target("person", "heads up the group")),
+    ("Who is the engineering manager for Route Desk?", Target("person", "is the engineering manager for")),
     # A noun inside a name, a definitional question, and other kinds ask for no relation.
     ("In which Token Service release did the algorithm change?", None),
     ("What is the service level of the Ledger Service?", None),
     ("Which film came out first?", None),
-    ("Who owns the Checkout Gateway?", None),
+    ("Who directed the film that opened the festival?", None),
 ])
 def test_which_questions_ask_for_a_kind_of_node(question: str, target: Target | None) -> None:
     assert target_of(question) == target
@@ -42,6 +49,13 @@ def test_a_node_is_of_the_asked_kind() -> None:
     assert matches("system", "entity", "Key Vault") and not matches("system", "entity", "Platform Team")
     assert matches("decision", "decision", "ADR-011") and not matches("decision", "entity", "ADR-011")
     assert matches("event", "event", "INC-2025-014") and not matches("system", "event", "INC-2025-014")
+    # A group named without saying so is one when a thing is owned by it; a person, when a group
+    # is led by them.
+    assert matches("group", "entity", "Route Desk", ("owned_by", "out"))
+    assert not matches("group", "entity", "Route Desk", ("depends_on", "out"))
+    assert matches("person", "entity", "Imogen Varga", ("led_by", "out"))
+    assert not matches("person", "entity", "Imogen Varga", ("led_by", "in"))
+    assert not matches("person", "entity", "kestrel-3", ("led_by", "out"))
 
 
 def _node(db: psycopg.Connection, label: str) -> int:
@@ -169,3 +183,24 @@ def test_the_node_a_chain_ends_at_is_the_short_answer(corpus: psycopg.Connection
     # Only the claim stating the last edge gives it; the bridge's claim gives none.
     assert [(c.relation, c.short_answer) for c in synthesis.claims] == [
         ("INC-77 caused by Tollgate", None), ("Tollgate owned by Metering Team", "Metering Team")]
+
+
+LED = {
+    "inc-88.md": "# INC-88\n\nINC-88 was caused by Tollgate, whose disk filled up overnight.\n",
+    "tollgate.md": "# Tollgate\n\nTollgate is the service that meters toll roads for the vans.\n"
+                   "Tollgate is owned by Route Desk.\n",
+    "route-desk.md": "# Route Desk\n\n**Lead:** Imogen Varga\n\nRoute Desk is the squad that plans the vans' day.\n",
+}
+
+
+@pytest.mark.parametrize("corpus", [LED], indirect=True)
+def test_who_leads_the_owning_group_is_the_person_it_is_led_by(corpus: psycopg.Connection) -> None:
+    # The group's name does not say it is one: that the service is owned by it does.
+    owner = _relation(corpus, "Who is responsible for the service that caused INC-88?")
+    assert owner is not None and owner.labels == ["INC-88", "Tollgate", "Route Desk"]
+    lead = _relation(corpus, "Who leads the team that owns the service that caused INC-88?")
+    assert lead is not None and lead.labels == ["INC-88", "Tollgate", "Route Desk", "Imogen Varga"]
+    assert [h.type for h in lead.hops] == ["caused_by", "owned_by", "led_by"]
+    # A thing is not a person's to lead: "Which team" still ends at the group.
+    team = _relation(corpus, "Which team owns the service that caused INC-88?")
+    assert team is not None and team.labels[-1] == "Route Desk"

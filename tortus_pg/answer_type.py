@@ -95,6 +95,12 @@ def names_in(text: str) -> list[str]:
     return found
 
 
+def is_person_name(text: str) -> bool:
+    """Whether `text` is written as a person's name: two or more capitalised words ("Dario
+    Feltham", "Mélanie Watt"), its particles and initials included."""
+    return re.fullmatch(_PERSON, text.strip()) is not None
+
+
 @dataclass(frozen=True)
 class AnswerType:
     name: str  # as a sentence says it: "a time"

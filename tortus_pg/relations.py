@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from tortus_pg.answer_type import is_person_name
 from tortus_pg.evidence import Evidence, Reached, chunk_info
 from tortus_pg.query.results import Claim
 from tortus_pg.query.terms import Terms, lexemes
@@ -31,14 +32,25 @@ _KINDS = {
     "system": r"systems?|services?|components?|applications?|platforms?|stores?|clusters?|databases?|tools?",
 }
 _NOUN = "|".join(_KINDS.values())
-# "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question. The
-# words are lowercase: in "In which Token Service release …" the noun belongs to a name. They
-# are not a verb either: "What is the service …" asks what it is, not which one.
+# "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question, or
+# after a preposition closing one ("The gateway belongs to which team?"). The words are
+# lowercase: in "In which Token Service release …" the noun belongs to a name. They are not a
+# verb either: "What is the service …" asks what it is, not which one.
 _TARGET = re.compile(
-    r"(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
+    r"(?:(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
+    r"|\b(?:to|by|from|for|with)\s+)"
     r"(?:[Ww]hich|[Ww]hat)\s+(?P<phrase>(?:(?!(?:is|was|are|were|does|do|did|has|have|had)\b)[a-z][\w-]*\s+){0,3}?"
     rf"(?:{_NOUN})(?:\s+(?:{_NOUN}))*)\b"
 )
+# "Who leads the team …", "Who heads up the Fleet Data group", "Who is the lead of …": a person,
+# the one a group is led by.
+_WHO_LEADS = re.compile(
+    r"\b[Ww]ho\s+(?P<phrase>(?:leads|heads(?:\s+up)?|runs|manages)\s+(?:the\s+|that\s+|this\s+)?"
+    rf"(?:[\w'’-]+\s+){{0,3}}?(?:{_GROUPS})|(?:is|was)\s+(?:the\s+)?(?:(?:team|squad|group|engineering|tech)\s+)?"
+    r"(?:lead|leader|head|manager)\s+(?:of|for))\b")
+# "Who owns / runs / is responsible for …": the group a thing is owned by.
+_WHO_OWNS = re.compile(
+    r"\b[Ww]ho\s+(?P<phrase>owns|maintains|looks\s+after|runs|operates|(?:is|are)\s+(?:now\s+)?responsible\s+for)\b")
 _GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
 
 
@@ -46,12 +58,16 @@ _GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
 class Target:
     """What a "Which …" question asks for: the kind of node, and the words asking for it."""
 
-    kind: str  # group (a team), decision, event (an incident) or system
-    phrase: str  # "team", "architecture decision record"
+    kind: str  # group (a team), decision, event (an incident), system or person (a group's lead)
+    phrase: str  # "team", "architecture decision record", "leads the team"
 
 
 def target_of(question: str) -> Target | None:
-    """The kind of node a "Which …" question asks for; None for any other question."""
+    """The kind of node a "Which …" or "Who …" question asks for; None for any other question."""
+    for pattern, kind in ((_WHO_LEADS, "person"), (_WHO_OWNS, "group")):
+        if (found := pattern.search(question)) is not None:
+            # Without the group's name ("heads up the Fleet Data group"): the chain must say it.
+            return Target(kind, " ".join(w for w in found.group("phrase").split() if w.islower()))
     found = _TARGET.search(question)
     if found is None:
         return None
@@ -60,13 +76,19 @@ def target_of(question: str) -> Target | None:
     return Target(kind, phrase)
 
 
-def matches(kind: str, node_kind: str, label: str) -> bool:
-    """Whether a node of `node_kind` labelled `label` is of the asked kind."""
+def matches(kind: str, node_kind: str, label: str, last: tuple[str, str] | None = None) -> bool:
+    """Whether a node of `node_kind` labelled `label`, reached by the last edge `last` (its type
+    and direction), is of the asked kind. A group's label need not say it is one when it is
+    what a thing is owned by ("Network Optimisation"); a person is whom a thing is led by."""
+    name = label.strip()
     if kind == "group":
-        return _GROUP_LABEL.search(label.strip()) is not None
+        return _GROUP_LABEL.search(name) is not None or (node_kind == "entity" and last == ("owned_by", "out"))
+    if kind == "person":
+        return node_kind == "entity" and last == ("led_by", "out") and is_person_name(name) \
+            and _GROUP_LABEL.search(name) is None
     if kind in ("decision", "event"):
         return node_kind == kind
-    return node_kind == "entity" and _GROUP_LABEL.search(label.strip()) is None
+    return node_kind == "entity" and _GROUP_LABEL.search(name) is None
 
 
 @dataclass(frozen=True)
@@ -107,7 +129,7 @@ class Relation:
 
 
 # A chain ending on an alias (`same_as`) reaches nothing but another name of the thing before.
-_PATHS = """select path, edges, directions from tortus.relation_paths(%s::bigint[], %s)
+_PATHS = """select path, edges, directions, types[cardinality(types)] from tortus.relation_paths(%s::bigint[], %s)
             where types[cardinality(types)] <> 'same_as'"""
 _EDGES = """
 select tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char,
@@ -145,7 +167,7 @@ where exists (select 1 from tortus.edge d join tortus.node c on c.tenant_id = d.
 """
 # The nouns naming a thing of each kind a node's label does not settle ("Which system …" is not
 # answered by a map provider no source calls a system, service, cluster …).
-_NOUNS = {"system": re.findall(r"(\w+)s\?", _KINDS["system"])}
+_NOUNS = {kind: re.findall(r"(\w+)s\?", _KINDS[kind]) for kind in ("system", "group")}
 
 
 # Where a document title stands in its source, and the chunk holding it.
@@ -196,9 +218,9 @@ def best_relation(
     paths = conn.execute(_PATHS, [list(seeds), max_hops]).fetchall()
     if not paths:
         return None
-    nodes = {r[0]: r[1:] for r in conn.execute(_NODES, [list({n for p, _, _ in paths for n in p})]).fetchall()}
-    ends = [(p, e, d) for p, e, d in paths
-            if p[-1] not in seeds and p[-1] in nodes and matches(target.kind, nodes[p[-1]][1], nodes[p[-1]][0])]
+    nodes = {r[0]: r[1:] for r in conn.execute(_NODES, [list({n for p, *_ in paths for n in p})]).fetchall()}
+    ends = [(p, e, d) for p, e, d, last in paths if p[-1] not in seeds and p[-1] in nodes
+            and matches(target.kind, nodes[p[-1]][1], nodes[p[-1]][0], (last, d[-1]))]
     if not ends:
         return None
     hops = typed_edges(conn, list({x for _, e, _ in ends for x in e}))

@@ -15,7 +15,7 @@ from tortus_pg.ingest.types import Chunk, Concept, Document, ExtractedEdge, Extr
 NODE_KINDS = {"concept", "entity", "claim", "chunk", "section", "api", "decision", "event"}
 EDGE_TYPES = {
     "supports", "contradicts", "depends_on", "caused_by", "implements", "related_to",
-    "mentions", "part_of", "next", "defines", "same_as", "cites", "owned_by", "affects",
+    "mentions", "part_of", "next", "defines", "same_as", "cites", "owned_by", "led_by", "affects",
     "supersedes",
 }  # fmt: skip
 

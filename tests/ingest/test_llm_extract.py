@@ -325,7 +325,7 @@ def test_extraction_schema_is_strict_and_lists_the_allowed_kinds_and_types() -> 
     ]  # fmt: skip
     assert set(schema["$defs"]["Relation"]["properties"]["type"]["enum"]) == {
         "supports", "contradicts", "depends_on", "caused_by", "implements", "related_to", "part_of",
-        "defines", "same_as", "cites", "owned_by", "affects", "supersedes",
+        "defines", "same_as", "cites", "owned_by", "led_by", "affects", "supersedes",
     }  # fmt: skip
     ExtractionAnswer.model_validate_json(SECOND)
     with pytest.raises(ValidationError, match="kind"):

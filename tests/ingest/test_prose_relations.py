@@ -57,7 +57,7 @@ def test_a_key_naming_what_the_subject_owns_points_the_edge_from_the_value():
     found = edges(extract(page, "Dispatch Tooling"))
     assert ("parcel router", "owned_by", "dispatch tooling") in found
     assert ("van planner", "owned_by", "dispatch tooling") in found
-    assert found[("dispatch tooling", "related_to", "imogen varga")] == "key:lead"
+    assert found[("dispatch tooling", "led_by", "imogen varga")] == "key:lead"
 
 
 def test_key_value_lines_under_a_heading_naming_one_thing_are_about_that_thing():
@@ -140,10 +140,33 @@ def test_a_two_column_table_with_an_empty_header_is_a_list_of_key_value_lines():
     assert found[("van planner", "depends_on", "osprey-4")] == "key:runs on"
 
 
-def test_who_runs_or_leads_a_thing_is_a_stated_relation():
+def test_who_runs_or_leads_a_thing_is_a_led_by_relation():
     page = "# Dispatch Tooling\n\nDispatch Tooling is led by Imogen Varga and plans the vans.\n"
     found = edges(extract(page, "Dispatch Tooling"))
-    assert found[("dispatch tooling", "related_to", "imogen varga")] == "cue:is led by"
+    assert found[("dispatch tooling", "led_by", "imogen varga")] == "cue:is led by"
+
+
+def test_a_lead_named_by_a_key_by_a_passive_or_by_an_active_sentence_leads_the_page_subject():
+    keyed = "# Dispatch Tooling\n\n**Team lead:** Imogen Varga\nProduct manager: Olu Bakare\n"
+    found = edges(extract(keyed, "Dispatch Tooling"))
+    assert found[("dispatch tooling", "led_by", "imogen varga")] == "key:team lead"
+    assert ("dispatch tooling", "led_by", "olu bakare") not in found  # a product manager leads no team
+    passive = "# Dispatch Tooling\n\nThe team is headed by Imogen Varga, who set it up in 2019.\n"
+    assert ("dispatch tooling", "led_by", "imogen varga") in edges(extract(passive, "Dispatch Tooling"))
+    elided = "# Dispatch Tooling\n\nHeaded by Imogen Varga. The squad plans the vans.\n"
+    assert ("dispatch tooling", "led_by", "imogen varga") in edges(extract(elided, "Dispatch Tooling"))
+    active = "# Dispatch Tooling\n\nImogen Varga leads the team. She joined from the depots.\n"
+    assert ("dispatch tooling", "led_by", "imogen varga") in edges(extract(active, "Dispatch Tooling"))
+    named = "# Dispatch Tooling\n\nImogen Varga leads Route Desk, the squad beside us.\n"
+    assert ("route desk", "led_by", "imogen varga") in edges(extract(named, "Dispatch Tooling"))
+    noun = "# Review Policy\n\nThe Security Office hands squad leads the Quarterly Review.\n"
+    assert not [e for e in edges(extract(noun, "Review Policy")) if e[1] == "led_by"]
+
+
+def test_an_object_that_goes_on_to_name_a_thing_is_not_the_page_subject():
+    page = "# Van Planner\n\nVan Planner depends on the database cluster named osprey-4.\n"
+    found = edges(extract(page, "Van Planner"))
+    assert [dst for src, type_, dst in found if src == "van planner" and type_ == "depends_on"]
 
 
 def test_an_html_table_of_header_and_value_rows_reads_as_key_value_lines():

@@ -296,7 +296,9 @@ CUES: tuple[tuple[str, str, float, str], ...] = (
     (r"contrary\s+to", "contradicts", 0.7, _PREFIX),
     (rf"(?:{_BE})?(?:owned|maintained)\s+by", "owned_by", 0.85, _FWD),
     (r"owns|owned|maintains|maintain", "owned_by", 0.75, _REV),
-    (rf"(?:{_BE})?(?:run|led|headed|managed)\s+by", "related_to", 0.7, _FWD),
+    (rf"(?:{_BE})?(?:run|led|headed|managed)\s+by", "led_by", 0.8, _FWD),
+    # Not the noun: "squad leads take turns".
+    (r"(?<!team\s)(?<!squad\s)(?<!group\s)(?<!tech\s)(?:leads|heads(?:\s+up)?)", "led_by", 0.7, _REV),
     (rf"(?:{_BE})?(?:affected|impacted)\s+by", "affects", 0.75, _REV),
     (r"affects|affected|impacts|impacted", "affects", 0.75, _FWD),
     (rf"(?:{_BE})?(?:superseded|replaced)\s+by", "supersedes", 0.85, _REV),
@@ -816,8 +818,12 @@ def _cue_edges(edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], titl
         x, y = _nearest_left(hits, m.start()), _nearest_right(hits, m.end())
         if y is not None and x is None and shape == _PREFIX:
             x = _nearest_right(hits, y.end)
-        elif title is not None and reference >= 0 and (x is None or (x.start < reference and x.kind == "concept")):
-            x = title  # "It is owned by …", "The service depends on …": the document's subject
+        elif title is not None and (
+                (reference >= 0 and (x is None or (x.start < reference and x.kind == "concept")))
+                or (x is None and _opens(text, sent.start, m.start()))):
+            x = title  # "It is owned by …", "The service depends on …", "Headed by …": the document's subject
+        if title is not None and _names_object(y, prose.object_reference_end(text, m.end())):
+            y = title  # "Dario Feltham leads the team.": the document's subject
         if x is None or y is None or x.key == y.key:
             continue
         src, dst = (y, x) if shape == _REV else (x, y)
@@ -825,6 +831,18 @@ def _cue_edges(edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], titl
                   Mention(sent.chunk, sent.start, sent.end))
         linked.add(frozenset((src.key, dst.key)))
     return linked
+
+
+def _names_object(hit: _Hit | None, reference: int) -> bool:
+    """Whether the reference a cue's object makes, ending at `reference` (-1: none), is the object
+    rather than `hit`, the nearest concept after the cue: there is none, it lies beyond the
+    reference, or it is a generic phrase within it ("the team")."""
+    return reference >= 0 and (hit is None or hit.start >= reference or hit.kind == "concept")
+
+
+def _opens(text: str, start: int, pos: int) -> bool:
+    """Whether only markup stands between a sentence's start and `pos` ("**Headed by** …")."""
+    return not text[start:pos].strip(" \t*_#>-")
 
 
 def _stated_edges(

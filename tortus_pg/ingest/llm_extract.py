@@ -28,7 +28,7 @@ from tortus_pg.llm import Answer, ChatClient, EndpointError, TokenLedger
 NodeKind = Literal["concept", "entity", "claim", "api", "decision", "event"]
 EdgeType = Literal[
     "supports", "contradicts", "depends_on", "caused_by", "implements", "related_to", "part_of",
-    "defines", "same_as", "cites", "owned_by", "affects", "supersedes",
+    "defines", "same_as", "cites", "owned_by", "led_by", "affects", "supersedes",
 ]  # fmt: skip
 NODE_KINDS: tuple[str, ...] = get_args(NodeKind)
 EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
@@ -64,9 +64,10 @@ decisions, events and key concepts the chunk mentions, each with its name copied
 written in the chunk. Kinds: entity (a named thing), concept (an idea or technique), api (code, \
 endpoint, service or config name), decision, event (incident, release, meeting), claim.
 Relations: read each as "source TYPE target", e.g. "A depends_on B" when A needs B, "A \
-caused_by B" when B caused A, "A part_of B", "A owned_by B", "A supersedes B". Source and target \
-must be listed entities. Evidence is a short quote copied verbatim from the chunk that states \
-the relation (no paraphrase, no ellipsis). Confidence is from 0 to 1.
+caused_by B" when B caused A, "A part_of B", "A owned_by B", "A led_by B" when B leads A, \
+"A supersedes B". Source and target must be listed entities. Evidence is a short quote copied \
+verbatim from the chunk that states the relation (no paraphrase, no ellipsis). Confidence is \
+from 0 to 1.
 If the chunk states nothing useful, return empty lists."""
 
 

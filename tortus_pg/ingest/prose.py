@@ -8,12 +8,13 @@ Handbooks state facts in forms that a "X <cue> Y" pattern misses:
 - table rows: "| kestrel-2 | PostgreSQL 15 | Customs Gateway |", whose subject is the row's first
   cell and whose relation is named by the column's header;
 - sentences whose subject refers to the title entity ("It is owned by …", "The team also
-  maintains …", "We depend on …").
+  maintains …", "We depend on …"), or whose object does ("Dario Feltham leads the team.").
 
 This module reads those forms from text alone; `extract` turns them into typed edges between
 the concepts found in them. Nothing here names a corpus's vocabulary: the keys that map to an
-edge type are the generic words for ownership, dependency, cause, impact and succession; any
-other key relates its subject and value as `related_to`, with the key kept in the rule.
+edge type are the generic words for ownership, leadership, dependency, cause, impact and
+succession; any other key relates its subject and value as `related_to`, with the key kept in
+the rule.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ _REFERENCE = re.compile(
     r"incident|outage|decision|policy|standard|document|page|api))\b",
 )
 _MAX_KEY_WORDS = 4
+# What may follow a reference that ends its clause: punctuation, the text's end, or a word
+# opening the next clause ("… leads the team that …"); not a name ("the cluster named X").
+_CLAUSE_END = re.compile(
+    r"\s*(?:[.,;:!?)]|$|(?:that|which|who|and|but|since|until|when|while|in|at|for|from|with|as)\b)")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ _KEY_TYPES: tuple[tuple[str, KeyRelation], ...] = (
     (r"(?:owner|owners|owning team|owned by|maintainer|maintainers|maintained by|team|steward)",
      KeyRelation("owned_by", False)),
     (r"(?:\w+ )?(?:owned|maintained|owns|maintains|responsible for)", KeyRelation("owned_by", True)),
+    (r"(?:(?:team |squad |group |tech |technical )?(?:lead|leader)|head|(?:engineering )?manager|"
+     r"(?:led|headed|run|managed) by)", KeyRelation("led_by", False)),
     (r"(?:depends on|dependencies|dependency|upstream|upstreams|database|databases|storage|datastore|"
      r"backing store|runs on|hosted on|calls|uses)", KeyRelation("depends_on", False)),
     (r"(?:downstream|dependents|used by|called by)", KeyRelation("depends_on", True)),
@@ -141,3 +148,14 @@ def reference_end(text: str, start: int) -> int:
     (a pronoun, or "the service"/"this team"), or -1 when it opens otherwise."""
     found = _REFERENCE.match(text[start: start + 60].casefold())
     return -1 if found is None else start + found.end()
+
+
+def object_reference_end(text: str, start: int) -> int:
+    """Where the object after a cue ending at `start` ends, when it is a reference to what its
+    document is about that ends its clause ("… leads the team.", "… owns it, and …"); -1 when
+    the object is anything else, or the reference goes on ("the database cluster named pg-core")."""
+    found = re.match(r"[ \t]+", text[start: start + 10])
+    if found is None:
+        return -1
+    end = reference_end(text, start + found.end())
+    return end if end >= 0 and _CLAUSE_END.match(text, end) else -1
