@@ -28,6 +28,10 @@ def db(demo: tuple[Path, dict[str, str]]) -> Iterator[psycopg.Connection]:
      Target("decision", "architecture decision record")),
     ("In which incident did merchants receive E-1042?", Target("event", "incident")),
     ("The Checkout Gateway belongs to which team?", Target("group", "team")),
+    ("Which ADR moved the cluster?", Target("decision", "ADR")),
+    ("ADR-011 replaced which older ADR?", Target("decision", "older ADR")),
+    # A relative "which" is no question of its own; the one asked in place at the end is.
+    ("The service which depends on the cluster is owned by which team?", Target("group", "team")),
     # Who owns a thing is a group; who leads a group, a person (the group's name is not asked for).
     ("Who owns the Checkout Gateway?", Target("group", "owns")),
     ("Who is responsible for the system behind INC-77?", Target("group", "is responsible for")),

@@ -27,18 +27,19 @@ from tortus_pg.synth import SUPPORTED, Synthesis, cited_text
 _GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
 _KINDS = {
     "group": _GROUPS,
-    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|adrs?|records?",
+    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|adrs?|ADRs?|RFCs?|records?",
     "event": r"incidents?|outages?|postmortems?",
     "system": r"systems?|services?|components?|applications?|platforms?|stores?|clusters?|databases?|tools?",
 }
 _NOUN = "|".join(_KINDS.values())
 # "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question, or
-# after a preposition closing one ("The gateway belongs to which team?"). The words are
+# after a preposition or a verb, asked in place at its end ("The gateway belongs to which
+# team?", "ADR-011 replaced which older ADR?"). The words are
 # lowercase: in "In which Token Service release …" the noun belongs to a name. They are not a
 # verb either: "What is the service …" asks what it is, not which one.
 _TARGET = re.compile(
     r"(?:(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
-    r"|\b(?:to|by|from|for|with)\s+)"
+    rf"|\b(?:to|by|from|for|with)\s+|(?<=[a-z])\s+(?=(?:which|what)\s+(?:[a-z][\w-]*\s+){{0,3}}(?:{_NOUN})\W*$))"
     r"(?:[Ww]hich|[Ww]hat)\s+(?P<phrase>(?:(?!(?:is|was|are|were|does|do|did|has|have|had)\b)[a-z][\w-]*\s+){0,3}?"
     rf"(?:{_NOUN})(?:\s+(?:{_NOUN}))*)\b"
 )
