@@ -157,8 +157,8 @@ def test_led_by_edges_are_allowed_from_revision_0013_and_go_on_downgrade(fresh_d
               "from tortus.node where tenant_id = 't'")
     with connect(url) as conn:
         conn.execute("insert into tortus.tenant (tenant_id, name) values ('t', 't')")
-        conn.execute("insert into tortus.node (tenant_id, kind, key, label) "
-                     "values ('t', 'entity', 'route desk', 'Route Desk'), ('t', 'entity', 'imogen varga', 'Imogen Varga')")
+        conn.execute("insert into tortus.node (tenant_id, kind, key, label) values "
+                     "('t', 'entity', 'route desk', 'Route Desk'), ('t', 'entity', 'imogen varga', 'Imogen Varga')")
         conn.execute(insert, ["led_by"])
         conn.commit()
     command.downgrade(migrate.alembic_config(url), "0012")
