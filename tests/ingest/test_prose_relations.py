@@ -1,8 +1,10 @@
 """Relations stated by ordinary prose without a cue between two names: key–value lines, table
-rows, subjects that refer to the document's title, aliases and lowercase numbered names. Each
-fixture is written for its form."""
+rows, subjects and objects that refer to the document's title, appositions, aliases and lowercase
+numbered names. Each fixture is written for its form."""
 
 from __future__ import annotations
+
+import pytest
 
 from tortus_pg.ingest import prose
 from tortus_pg.ingest.chunking import chunk_document
@@ -140,6 +142,18 @@ def test_a_two_column_table_with_an_empty_header_is_a_list_of_key_value_lines():
     assert found[("van planner", "depends_on", "osprey-4")] == "key:runs on"
 
 
+def test_a_two_column_table_headed_key_and_value_is_a_list_of_key_value_lines():
+    page = ("# Van Planner\n\n| Field | Value |\n|---|---|\n| Owner | Dispatch Tooling |\n| Runs on | osprey-4 |\n\n"
+            "## People\n\n| Name | Role |\n|---|---|\n| Imogen Varga | Dispatch Tooling |\n")
+    found = edges(extract(page, "Van Planner"))
+    assert found[("van planner", "owned_by", "dispatch tooling")] == "key:owner"
+    assert found[("van planner", "depends_on", "osprey-4")] == "key:runs on"
+    # Columns headed otherwise are a table whose rows are about their first cell.
+    assert found[("imogen varga", "related_to", "dispatch tooling")] == "key:role"
+    assert prose.lists_key_values(["Key", "Value"]) and prose.lists_key_values(["", ""])
+    assert not prose.lists_key_values(["Name", "Role"]) and not prose.lists_key_values(["", "Value"])
+
+
 def test_who_runs_or_leads_a_thing_is_a_led_by_relation():
     page = "# Dispatch Tooling\n\nDispatch Tooling is led by Imogen Varga and plans the vans.\n"
     found = edges(extract(page, "Dispatch Tooling"))
@@ -163,10 +177,18 @@ def test_a_lead_named_by_a_key_by_a_passive_or_by_an_active_sentence_leads_the_p
     assert not [e for e in edges(extract(noun, "Review Policy")) if e[1] == "led_by"]
 
 
-def test_an_object_that_goes_on_to_name_a_thing_is_not_the_page_subject():
-    page = "# Van Planner\n\nVan Planner depends on the database cluster named osprey-4.\n"
-    found = edges(extract(page, "Van Planner"))
-    assert [dst for src, type_, dst in found if src == "van planner" and type_ == "depends_on"]
+@pytest.mark.parametrize(("sentence", "named"), [
+    ("Van Planner depends on the database cluster named osprey-4.", "osprey-4"),
+    ("Van Planner depends on a cluster, kestrel-3, for its orders.", "kestrel-3"),
+    ("Van Planner depends on the PostgreSQL cluster kestrel-3.", "kestrel-3"),
+    ("Van Planner depends on the warehouse (Harbor) for its history.", "harbor"),
+    # No apposition: the phrase itself, or the name that comes first.
+    ("Van Planner depends on the database cluster and Map Tiles.", "database cluster"),
+    ("Van Planner depends on Map Tiles data for its tiles.", "map tiles"),
+])
+def test_an_object_given_a_name_by_an_apposition_is_the_named_thing(sentence: str, named: str):
+    found = edges(extract(f"# Van Planner\n\n{sentence}\n", "Van Planner"))
+    assert [dst for src, type_, dst in found if src == "van planner" and type_ == "depends_on"] == [named]
 
 
 def test_an_html_table_of_header_and_value_rows_reads_as_key_value_lines():

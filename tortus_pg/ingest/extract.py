@@ -825,6 +825,7 @@ def _cue_edges(edges: _Edges, text: str, sent: _Sentence, hits: list[_Hit], titl
             x = title  # "It is owned by …", "The service depends on …", "Headed by …": the document's subject
         if title is not None and _names_object(y, prose.object_reference_end(text, m.end())):
             y = title  # "Dario Feltham leads the team.": the document's subject
+        y = _apposed(text, y, hits)
         if x is None or y is None or x.key == y.key:
             continue
         src, dst = (y, x) if shape == _REV else (x, y)
@@ -841,6 +842,23 @@ def _names_object(hit: _Hit | None, reference: int) -> bool:
     return reference >= 0 and (hit is None or hit.start >= reference or hit.kind == "concept")
 
 
+def _apposed(text: str, hit: _Hit | None, hits: list[_Hit]) -> _Hit | None:
+    """The thing a generic phrase is said to be by an apposition right after it ("the database
+    cluster named pg-core", "a cluster, kestrel-3,", "the PostgreSQL cluster kestrel-3", where a
+    name qualifies the phrase), else `hit` itself."""
+    if hit is None:
+        return None
+    generic = hit
+    if hit.kind != "concept":  # "PostgreSQL" in "the PostgreSQL cluster kestrel-3"
+        generic = _nearest_right(hits, hit.end) or hit
+        if generic.kind != "concept" or text[hit.end:generic.start].strip():
+            return hit
+    after = _nearest_right(hits, generic.end)
+    if after is None or after.kind == "concept" or not prose.is_apposition(text[generic.end:after.start]):
+        return hit
+    return after
+
+
 def _opens(text: str, start: int, pos: int) -> bool:
     """Whether only markup stands between a sentence's start and `pos` ("**Headed by** …")."""
     return not text[start:pos].strip(" \t*_#>-")
@@ -854,8 +872,8 @@ def _stated_edges(
     a table row (its first cell's concept, related to the others by their column's header)
     states."""
     pairs: list[tuple[_Hit, _Hit, prose.KeyRelation, str, Mention]] = []
-    if cells and header is not None and len(cells) == 2 and not any(header):
-        # A two-column table with an empty header is a list of "key | value" lines.
+    if cells and header is not None and len(cells) == 2 and prose.lists_key_values(header):
+        # A two-column table with an empty header, or "| Field | Value |", is a list of "key | value" lines.
         key = text[cells[0][0]:cells[0][1]].strip("*_ `")
         if key and subject is not None:
             pairs += [(subject, hit, prose.key_relation(key), key, Mention(sent.chunk, sent.start, sent.end))

@@ -3,7 +3,8 @@
 Handbooks state facts in forms that a "X <cue> Y" pattern misses:
 
 - key–value lines: "Owner: Trade Compliance Engineering", "**Lead:** Harriet Nkemelu",
-  "Services owned: Billing, Ledger", and the rows of a two-column table with an empty header;
+  "Services owned: Billing, Ledger", and the rows of a two-column table with an empty header or
+  one naming a key and a value ("| Field | Value |");
   their subject is the document's title entity, or the one thing the heading above them names;
 - table rows: "| kestrel-2 | PostgreSQL 15 | Customs Gateway |", whose subject is the row's first
   cell and whose relation is named by the column's header;
@@ -38,7 +39,15 @@ _REFERENCE = re.compile(
     r"(?:service|system|team|group|squad|component|application|platform|database|cluster|tool|"
     r"incident|outage|decision|policy|standard|document|page|api))\b",
 )
+# An object that refers back is a pronoun or a bare noun for a whole ("… leads the team.", "…
+# owns it"): "the database cluster" on a service's page is the service's, not the service.
+_OBJECT_REFERENCE = re.compile(
+    r"(?:it|(?:the|this|our)\s+(?:service|system|team|group|squad|component|application|tool|incident|outage|"
+    r"decision|policy|standard|document|page))\b")
 _MAX_KEY_WORDS = 4
+# What stands between a generic phrase and the name it is given ("the cluster named pg-core",
+# "a cluster, kestrel-3", "the warehouse (Harbor)", "the broker `emqx-1`").
+_APPOSITION = re.compile(r"\s*(?:,|\(|\s(?:named|called|known\s+as)\b)?\s*[`'\"“‘*_]*")
 # What may follow a reference that ends its clause: punctuation, the text's end, or a word
 # opening the next clause ("… leads the team that …"); not a name ("the cluster named X").
 _CLAUSE_END = re.compile(
@@ -110,6 +119,18 @@ def is_key_line(text: str, line_start: int) -> bool:
     return bool(key_values(text, line_start, len(text) if line_end < 0 else line_end))
 
 
+# Headers of a two-column table that is a list of key–value pairs ("| Field | Value |").
+_KEY_HEADERS = frozenset({"", "key", "field", "property", "attribute", "setting", "parameter", "fact"})
+_VALUE_HEADERS = frozenset({"", "value", "values", "detail", "details"})
+
+
+def lists_key_values(header: list[str]) -> bool:
+    """Whether a table with this header row is a list of "key | value" lines: two columns
+    headed by nothing or by the words for a key and a value ("| Field | Value |")."""
+    return (len(header) == 2 and header[0].casefold() in _KEY_HEADERS and header[1].casefold() in _VALUE_HEADERS
+            and (header[0] == "") == (header[1] == ""))
+
+
 def table_row(text: str, start: int, end: int) -> list[Span] | None:
     """The cells of a table row spanning `text[start:end]` (trimmed spans), or None when it is
     not one row of a table, or is a separator row."""
@@ -153,9 +174,16 @@ def reference_end(text: str, start: int) -> int:
 def object_reference_end(text: str, start: int) -> int:
     """Where the object after a cue ending at `start` ends, when it is a reference to what its
     document is about that ends its clause ("… leads the team.", "… owns it, and …"); -1 when
-    the object is anything else, or the reference goes on ("the database cluster named pg-core")."""
+    the object is anything else, or the reference goes on ("the service named Van Planner")."""
     found = re.match(r"[ \t]+", text[start: start + 10])
-    if found is None:
+    reference = None if found is None else _OBJECT_REFERENCE.match(text[start + found.end(): start + 40].casefold())
+    if found is None or reference is None:
         return -1
-    end = reference_end(text, start + found.end())
-    return end if end >= 0 and _CLAUSE_END.match(text, end) else -1
+    end = start + found.end() + reference.end()
+    return end if _CLAUSE_END.match(text, end) else -1
+
+
+def is_apposition(gap: str) -> bool:
+    """Whether `gap`, the text between a generic phrase and a name after it, makes the name what
+    the phrase is: nothing, a comma, an opening parenthesis, "named", "called" or "known as"."""
+    return _APPOSITION.fullmatch(gap) is not None
