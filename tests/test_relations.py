@@ -33,11 +33,11 @@ def db(demo: tuple[Path, dict[str, str]]) -> Iterator[psycopg.Connection]:
     # A relative "which" is no question of its own; the one asked in place at the end is.
     ("The service which depends on the cluster is owned by which team?", Target("group", "team")),
     # Who owns a thing is a group; who leads a group, a person (the group's name is not asked for).
-    ("Who owns the Checkout Gateway?", Target("group", "owns")),
-    ("Who is responsible for the system behind INC-77?", Target("group", "is responsible for")),
-    ("Who leads the team that owns the Checkout Gateway?", Target("person", "leads the team")),
-    ("Who heads up the Fleet Data group?", Target("person", "heads up the group")),
-    ("Who is the engineering manager for Route Desk?", Target("person", "is the engineering manager for")),
+    ("Who owns the Checkout Gateway?", Target("group", "owns", who=True)),
+    ("Who is responsible for the system behind INC-77?", Target("group", "is responsible for", who=True)),
+    ("Who leads the team that owns the Checkout Gateway?", Target("person", "leads the team", who=True)),
+    ("Who heads up the Fleet Data group?", Target("person", "heads up the group", who=True)),
+    ("Who is the engineering manager for Route Desk?", Target("person", "is the engineering manager for", who=True)),
     # A noun inside a name, a definitional question, and other kinds ask for no relation.
     ("In which Token Service release did the algorithm change?", None),
     ("What is the service level of the Ledger Service?", None),
@@ -204,7 +204,7 @@ def test_who_leads_the_owning_group_is_the_person_it_is_led_by(corpus: psycopg.C
     assert owner is not None and owner.labels == ["INC-88", "Tollgate", "Route Desk"]
     lead = _relation(corpus, "Who leads the team that owns the service that caused INC-88?")
     assert lead is not None and lead.labels == ["INC-88", "Tollgate", "Route Desk", "Imogen Varga"]
-    assert [h.type for h in lead.hops] == ["caused_by", "owned_by", "led_by"]
+    assert [h.type for h in lead.hops] == ["caused_by", "owned_by", "led_by"] and lead.asked == "lead"
     # A thing is not a person's to lead: "Which team" still ends at the group.
     team = _relation(corpus, "Which team owns the service that caused INC-88?")
     assert team is not None and team.labels[-1] == "Route Desk"

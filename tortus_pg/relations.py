@@ -61,6 +61,13 @@ class Target:
 
     kind: str  # group (a team), decision, event (an incident), system or person (a group's lead)
     phrase: str  # "team", "architecture decision record", "leads the team"
+    who: bool = False  # asked by "Who …", whose phrase is no noun
+
+    @property
+    def noun(self) -> str:
+        """What is asked for, as a noun: a "Which …" question's phrase ("architecture decision
+        record"), or for "Who …" the kind's ("leads the team" asks for a lead)."""
+        return {"person": "lead", "group": "team"}[self.kind] if self.who else self.phrase
 
 
 def target_of(question: str) -> Target | None:
@@ -68,7 +75,7 @@ def target_of(question: str) -> Target | None:
     for pattern, kind in ((_WHO_LEADS, "person"), (_WHO_OWNS, "group")):
         if (found := pattern.search(question)) is not None:
             # Without the group's name ("heads up the Fleet Data group"): the chain must say it.
-            return Target(kind, " ".join(w for w in found.group("phrase").split() if w.islower()))
+            return Target(kind, " ".join(w for w in found.group("phrase").split() if w.islower()), who=True)
     found = _TARGET.search(question)
     if found is None:
         return None
@@ -125,7 +132,7 @@ class Relation:
     directions: list[str]
     coverage: float
     missing: list[str]  # question terms the chain does not cover
-    asked: str  # the words asking for the end node's kind
+    asked: str  # what is asked for, as a noun ("team", "architecture decision record", "lead")
     title: Quote | None = None  # the end node's document title, quoted when it says what the edges do not
 
 
@@ -252,7 +259,7 @@ def best_relation(
             title = nodes[path[-1]][2]
             adds = bool(title) and bool((end_title - before_end - spans) & terms.weights.keys())
             best = key, Relation(list(path), [nodes[n][0] for n in path], chain, list(directions), coverage, missing,
-                                 target.phrase), title if adds else None
+                                 target.noun), title if adds else None
     if best is None:
         return None
     _, relation, title = best
