@@ -10,9 +10,20 @@ import pytest
 
 from tortus_pg.db import tenant_scope
 from tortus_pg.embed import HashEmbedder
+from tortus_pg.engine import answer as ask
+from tortus_pg.evidence import Evidence
+from tortus_pg.policy import TraversalPolicy
 from tortus_pg.query.question import concepts_in, labels
 from tortus_pg.query.terms import question_terms
-from tortus_pg.relations import Relation, Target, answer, best_relation, matches, target_of
+from tortus_pg.relations import (
+    Relation,
+    Target,
+    answer,
+    best_relation,
+    described_relation,
+    matches,
+    target_of,
+)
 
 
 @pytest.fixture
@@ -208,3 +219,39 @@ def test_who_leads_the_owning_group_is_the_person_it_is_led_by(corpus: psycopg.C
     # A thing is not a person's to lead: "Which team" still ends at the group.
     team = _relation(corpus, "Which team owns the service that caused INC-88?")
     assert team is not None and team.labels[-1] == "Route Desk"
+
+
+DESCRIBED = {
+    "inc-90.md": "# INC-90: Trailers held at Harwich\n\n**System:** Tollgate\n\n"
+                 "On 3 May trailers queued at the Harwich depot because every toll was refused.\n",
+    "tollgate.md": "# Tollgate\n\nTollgate meters the toll roads the vans take.\n\nOwner: Route Desk\n",
+    "route-desk.md": "# Route Desk\n\n**Lead:** Imogen Varga\n\nRoute Desk plans the vans' day.\n",
+}
+HELD = "Trailers queued at the Harwich depot in May. Who leads the team that owns the system involved?"
+
+
+def _documents(db: psycopg.Connection, *names: str) -> list[Evidence]:
+    """Each named document's first chunk, as evidence in that order."""
+    rows = [db.execute("select c.node_id, c.label, s.uri, c.text from tortus.node c join tortus.source s "
+                       "on s.tenant_id = c.tenant_id and s.source_id = c.source_id where c.kind = 'chunk' "
+                       "and s.uri like %s order by c.node_id limit 1", [f"%{name}"]).fetchone() for name in names]
+    return [Evidence(n, label, uri, 0, len(text), None, text, 1.0, "seed") for n, label, uri, text in rows]
+
+
+@pytest.mark.parametrize("corpus", [DESCRIBED], indirect=True)
+def test_a_chain_from_a_thing_the_question_describes_starts_at_what_the_evidence_is_about(
+        corpus: psycopg.Connection) -> None:
+    target = target_of(HELD)
+    assert target is not None and _relation(corpus, HELD) is None  # it names nothing a chain starts from
+    terms = question_terms(corpus, HELD)
+    found = described_relation(corpus, target, terms, [], _documents(corpus, "inc-90.md", "tollgate.md"), 3)
+    assert found is not None and found.labels[-2:] == ["Route Desk", "Imogen Varga"]
+    # Every hop but the asked one is stated in the evidence's documents ...
+    assert described_relation(corpus, target, terms, [], _documents(corpus, "inc-90.md"), 3) is None
+    # ... and the chain says every concept the question names.
+    assert described_relation(corpus, target, terms, ["Imogen Varga", "Billing"],
+                              _documents(corpus, "inc-90.md", "tollgate.md"), 3) is None
+    # The engine takes that road when the evidence read alone does not answer.
+    a = ask(corpus, HELD, embedder=HashEmbedder(384), policy=TraversalPolicy(), store=False)
+    assert not a.withheld and a.short_answer == "Imogen Varga"
+    assert [(h.source, h.edge_type, h.target) for h in a.path][-1] == ("Route Desk", "led_by", "Imogen Varga")

@@ -6,7 +6,9 @@ span of the source that states it, so the path is the reasoning and the evidence
 
 The chain chosen is the one whose spans, node labels and the titles of the documents about
 its nodes cover most of the question's weight (fewer hops on a tie); it must name everything the
-question names and cover at least `synth.SUPPORTED` of it, or there is no relation answer."""
+question names and cover at least `synth.SUPPORTED` of it, or there is no relation answer. A
+question that describes the thing rather than naming it starts from what the evidence is about
+(`described_relation`)."""
 
 from __future__ import annotations
 
@@ -206,9 +208,20 @@ def _title(conn: psycopg.Connection, title: str) -> Quote | None:
     return Quote(title, *row) if row else None
 
 
+@dataclass(frozen=True)
+class Described:
+    """A question's thing described rather than named ("the incident where lorries were held up
+    at Tilbury"), as the documents retrieval found for it: a chain must be stated in them, and
+    their words count toward the question's coverage."""
+
+    uris: frozenset[str]  # the evidence's documents: every hop but the last is stated in one
+    said: frozenset[str]  # the words of the documents the described thing was found in
+    named: frozenset[str]  # the words of every concept the question names: the chain must say them
+
+
 def best_relation(
     conn: psycopg.Connection, target: Target, terms: Terms, seeds: Sequence[int], max_hops: int,
-    ts_config: str = "english",
+    ts_config: str = "english", described: Described | None = None,
 ) -> Relation | None:
     """The chain of typed edges, at most `max_hops` long, from a node the question names
     (`seeds`) to a node of the kind it asks for (`target`) that covers the question best; None
@@ -220,7 +233,8 @@ def best_relation(
     words asking for the kind ("architecture decision record"), which its end node answers; not
     the words of the end node's own name, which the question cannot know ("Platform Team"
     sharing "platform" with "the streaming platform"), though the title of the document about
-    it counts ("ADR-011: Move Postgres Cluster A to local NVMe storage")."""
+    it counts ("ADR-011: Move Postgres Cluster A to local NVMe storage"). From a `described`
+    thing, only chains stated in its documents count, and so do those documents' words."""
     if not seeds or max_hops < 1 or not terms.total:
         return None
     paths = conn.execute(_PATHS, [list(seeds), max_hops]).fetchall()
@@ -237,33 +251,90 @@ def best_relation(
     texts = list(dict.fromkeys([target.phrase, nouns, *node_texts.values(), *(label for label, _, _ in nodes.values()),
                                 *(h.text for h in hops.values())]))
     found = dict(zip(texts, lexemes(conn, texts, ts_config), strict=True))
-    ends = _called(conn, [x for x in ends if all(e in hops for e in x[1])], nouns, found, ts_config,
+    stated = [x for x in ends if all(e in hops for e in x[1])
+              and (described is None or all(hops[e].uri in described.uris for e in x[1][:-1]))]
+    ends = _called(conn, stated, nouns, found, ts_config,
                    lambda path, edges: found[node_texts[path[-1]]] | found[hops[edges[-1]].text])
-    required = set(terms.identifiers).union(*terms.names.values())
-    best: tuple[tuple[float, int, float], Relation, str | None] | None = None
-    for path, edges, directions in ends:
-        named_end = found[nodes[path[-1]][0]]
-        before_end = set(found[target.phrase]).union(*(found[node_texts[n]] for n in path[:-1]))
-        spans = set().union(*(found[hops[e].text] for e in edges))
-        end_title = found[node_texts[path[-1]]] - named_end
-        said = before_end | end_title | (spans - named_end)
-        coverage = terms.covered(said)
-        if coverage < SUPPORTED or not required <= said:
-            continue
-        chain = [hops[e] for e in edges]
-        key = (coverage, -len(edges), min(h.confidence for h in chain))
-        if best is None or key > best[0]:
-            missing = sorted(t for t in terms.weights if t not in said)
-            # The end node's document title is quoted when it says what the edges do not
-            # ("ADR-011: Move Postgres Cluster A to local NVMe storage").
-            title = nodes[path[-1]][2]
-            adds = bool(title) and bool((end_title - before_end - spans) & terms.weights.keys())
-            best = key, Relation(list(path), [nodes[n][0] for n in path], chain, list(directions), coverage, missing,
-                                 target.noun), title if adds else None
+    best = _best(ends, Reading(target, terms, nodes, node_texts, hops, found, described))
     if best is None:
         return None
-    _, relation, title = best
+    relation, title = best
     return replace(relation, title=_title(conn, title)) if title else relation
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the chains are read with: the question's target and terms, the nodes (label, kind,
+    document title) and their texts, the edges, every text's lexemes, and the thing the question
+    describes, if it names none."""
+
+    target: Target
+    terms: Terms
+    nodes: dict[int, Any]
+    node_texts: dict[int, str]
+    hops: dict[int, Hop]
+    found: dict[str, set[str]]
+    described: Described | None
+
+
+def _best(ends: list[Any], r: Reading) -> tuple[Relation, str | None] | None:
+    """The chain covering most of the question (fewer hops, then surer edges, on a tie), naming
+    all it names, and the end node's document title when that says what the edges do not."""
+    required = set(r.terms.identifiers).union(*r.terms.names.values(), r.described.named if r.described else ())
+    besides = r.described.said if r.described else frozenset()
+    best: tuple[tuple[float, int, float], Relation, str | None] | None = None
+    for path, edges, directions in ends:
+        named_end = r.found[r.nodes[path[-1]][0]]
+        before_end = set(r.found[r.target.phrase]).union(*(r.found[r.node_texts[n]] for n in path[:-1]))
+        spans = set().union(*(r.found[r.hops[e].text] for e in edges))
+        end_title = r.found[r.node_texts[path[-1]]] - named_end
+        said = before_end | end_title | (spans - named_end)
+        coverage = r.terms.covered(said | besides)
+        if coverage < SUPPORTED or not required <= said:
+            continue
+        chain = [r.hops[e] for e in edges]
+        key = (coverage, -len(edges), min(h.confidence for h in chain))
+        if best is None or key > best[0]:
+            missing = sorted(t for t in r.terms.weights if t not in said | besides)
+            # The end node's document title is quoted when it says what the edges do not
+            # ("ADR-011: Move Postgres Cluster A to local NVMe storage").
+            title = r.nodes[path[-1]][2]
+            adds = bool(title) and bool((end_title - before_end - spans) & r.terms.weights.keys())
+            best = key, Relation(list(path), [r.nodes[n][0] for n in path], chain, list(directions), coverage,
+                                 missing, r.target.noun), title if adds else None
+    return None if best is None else best[1:]
+
+
+DESCRIBED = 3  # the evidence documents a thing the question describes is looked for among
+
+# The things documents are about: the nodes their chunks define (the title's, a clause's).
+_SUBJECTS = """
+select distinct d.dst, s.text
+from tortus.source s
+join tortus.node c on c.tenant_id = s.tenant_id and c.source_id = s.source_id and c.kind = 'chunk'
+join tortus.edge d on d.tenant_id = c.tenant_id and d.src = c.node_id and d.type = 'defines'
+where s.tenant_id = tortus.current_tenant() and s.uri = any(%s)
+"""
+
+
+def described_relation(
+    conn: psycopg.Connection, target: Target, terms: Terms, named: Sequence[str], evidence: Sequence[Evidence],
+    max_hops: int, ts_config: str = "english",
+) -> Relation | None:
+    """The chain from a thing the question describes rather than names ("Lorries were held up at
+    Tilbury … Who is the lead of the team responsible for the system involved?"): from what one
+    of the first `DESCRIBED` evidence documents is about, stated in the evidence's documents
+    but for its last hop (the asked relation, from the bridge's own page), saying every concept
+    the question names (`named`), and covering the question with those documents' words."""
+    uris = list(dict.fromkeys(e.uri for e in evidence))
+    rows = conn.execute(_SUBJECTS, [uris[:DESCRIBED]]).fetchall()
+    if not rows:
+        return None
+    texts = list(dict.fromkeys(text for _, text in rows))
+    said = frozenset().union(*lexemes(conn, texts, ts_config))
+    words = frozenset().union(*lexemes(conn, list(named), ts_config)) if named else frozenset()
+    return best_relation(conn, target, terms, list(dict.fromkeys(n for n, _ in rows)), max_hops, ts_config,
+                         Described(frozenset(uris), said, words))
 
 
 def _called(conn: psycopg.Connection, ends: list[Any], nouns: str, found: dict[str, set[str]], ts_config: str,

@@ -11,6 +11,7 @@ from tortus_pg import bridges, relations
 from tortus_pg.evidence import Evidence, Reached
 from tortus_pg.query.chains import chains, link
 from tortus_pg.query.compare import in_heading, role_sentence, titles
+from tortus_pg.query.question import labels
 from tortus_pg.query.refusal import HARD_REFUSALS
 from tortus_pg.query.similarity import SentenceSimilarity
 from tortus_pg.query.state import State
@@ -132,16 +133,24 @@ def _joined(state: State, bridge: tuple[Evidence, Reached]) -> bool:
 
 
 def answer_by_relation(conn: psycopg.Connection, state: State) -> None:
-    """Stage: "Which team / system / decision / incident …": the chain of typed relations from
-    what the question names to a node of that kind answers it, when one covers the question
-    (stage `relations`); its edges' spans are the claims, the chunks holding them lead the
-    evidence (stage `relation_evidence`) and the chain is their path. Not with an LLM
-    synthesizer; a question that asks for no kind pays nothing."""
+    """Stage: "Which team / system / decision / incident …", "Who leads the team …": the chain
+    of typed relations from what the question names to a node of that kind answers it, when
+    one covers the question (stage `relations`); when it names nothing a chain starts from and
+    the evidence read alone was withheld, the chain from what the first evidence documents are
+    about (a thing the question describes: `relations.described_relation`). Its edges' spans are
+    the claims, the chunks holding them lead the evidence (stage `relation_evidence`) and the
+    chain is their path. Not with an LLM synthesizer; a question that asks for no kind pays
+    nothing."""
     q, options, clock = state.question, state.options, state.clock
     if options.synthesizer is not None or q.target is None or q.terms is None:
         return
     chain = clock.attempt("relations", partial(relations.best_relation, conn, q.target, q.terms, q.concepts,
                                                options.policy.max_hops, options.ts_config), None)
+    if chain is None and state.synthesis.refusal is not None:
+        # Nothing it names leads there, and the evidence read alone was not enough.
+        chain = clock.attempt("relations", partial(
+            relations.described_relation, conn, q.target, q.terms, labels(conn, q.concepts), state.evidence,
+            options.policy.max_hops, options.ts_config), None)
     related = None if chain is None else clock.attempt("relation_evidence", partial(
         relations.answer, conn, chain, state.evidence, q.vector, options.k, options.policy.max_tokens), None)
     if chain is None or related is None or _leaves_group(
