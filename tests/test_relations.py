@@ -200,12 +200,18 @@ def test_the_node_a_chain_ends_at_is_the_short_answer(corpus: psycopg.Connection
         ("INC-77 caused by Tollgate", None), ("Tollgate owned by Metering Team", "Metering Team")]
 
 
-LED = {
-    "inc-88.md": "# INC-88\n\nINC-88 was caused by Tollgate, whose disk filled up overnight.\n",
-    "tollgate.md": "# Tollgate\n\nTollgate is the service that meters toll roads for the vans.\n"
-                   "Tollgate is owned by Route Desk.\n",
-    "route-desk.md": "# Route Desk\n\n**Lead:** Imogen Varga\n\nRoute Desk is the squad that plans the vans' day.\n",
+DESCRIBED = {
+    "inc-90.md": "# INC-90: Trailers held at Harwich\n\n**System:** Tollgate\n\n"
+                 "On 3 May trailers queued at the Harwich depot because every toll was refused.\n",
+    "tollgate.md": "# Tollgate\n\nTollgate meters the toll roads the vans take.\n\nOwner: Route Desk\n",
+    "route-desk.md": "# Route Desk\n\n**Lead:** Imogen Varga\n\nRoute Desk plans the vans' day.\n",
 }
+HELD = "Trailers queued at the Harwich depot in May. Who leads the team that owns the system involved?"
+
+
+# The same service and lead, the incident named, and the group said to be one ("the squad").
+LED = {**DESCRIBED, "inc-88.md": "# INC-88\n\nINC-88 was caused by Tollgate, whose disk filled up overnight.\n",
+       "route-desk.md": "# Route Desk\n\n**Lead:** Imogen Varga\n\nRoute Desk is the squad that plans the vans' day.\n"}
 
 
 @pytest.mark.parametrize("corpus", [LED], indirect=True)
@@ -219,15 +225,6 @@ def test_who_leads_the_owning_group_is_the_person_it_is_led_by(corpus: psycopg.C
     # A thing is not a person's to lead: "Which team" still ends at the group.
     team = _relation(corpus, "Which team owns the service that caused INC-88?")
     assert team is not None and team.labels[-1] == "Route Desk"
-
-
-DESCRIBED = {
-    "inc-90.md": "# INC-90: Trailers held at Harwich\n\n**System:** Tollgate\n\n"
-                 "On 3 May trailers queued at the Harwich depot because every toll was refused.\n",
-    "tollgate.md": "# Tollgate\n\nTollgate meters the toll roads the vans take.\n\nOwner: Route Desk\n",
-    "route-desk.md": "# Route Desk\n\n**Lead:** Imogen Varga\n\nRoute Desk plans the vans' day.\n",
-}
-HELD = "Trailers queued at the Harwich depot in May. Who leads the team that owns the system involved?"
 
 
 def _documents(db: psycopg.Connection, *names: str) -> list[Evidence]:
