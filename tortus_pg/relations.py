@@ -36,9 +36,9 @@ _KINDS = {
 _NOUN = "|".join(_KINDS.values())
 # "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question, or
 # after a preposition or a verb, asked in place at its end ("The gateway belongs to which
-# team?", "ADR-011 replaced which older ADR?"). The words are
-# lowercase: in "In which Token Service release …" the noun belongs to a name. They are not a
-# verb either: "What is the service …" asks what it is, not which one.
+# team?", "ADR-011 replaced which older ADR?"). The words are lowercase: in "In which Token
+# Service release …" the noun belongs to a name. They are not a verb either: "What is the
+# service …" asks what it is, not which one.
 _TARGET = re.compile(
     r"(?:(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
     rf"|\b(?:to|by|from|for|with)\s+|(?<=[a-z])\s+(?=(?:which|what)\s+(?:[a-z][\w-]*\s+){{0,3}}(?:{_NOUN})\W*$))"
@@ -59,7 +59,8 @@ _GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
 
 @dataclass(frozen=True)
 class Target:
-    """What a "Which …" question asks for: the kind of node, and the words asking for it."""
+    """What a "Which …" or "Who …" question asks for: the kind of node, and the words asking
+    for it."""
 
     kind: str  # group (a team), decision, event (an incident), system or person (a group's lead)
     phrase: str  # "team", "architecture decision record", "leads the team"
