@@ -29,19 +29,16 @@ from tortus_pg.synth import SUPPORTED, Synthesis, cited_text
 _GROUPS = r"teams?|groups?|departments?|offices?|councils?|units?|squads?"
 _KINDS = {
     "group": _GROUPS,
-    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|adrs?|ADRs?|RFCs?|records?",
+    "decision": r"(?:architecture\s+)?decision(?:\s+records?)?|decisions|adrs?|records?",
     "event": r"incidents?|outages?|postmortems?",
     "system": r"systems?|services?|components?|applications?|platforms?|stores?|clusters?|databases?|tools?",
 }
 _NOUN = "|".join(_KINDS.values())
-# "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question, or
-# after a preposition or a verb, asked in place at its end ("The gateway belongs to which
-# team?", "ADR-011 replaced which older ADR?"). The words are lowercase: in "In which Token
-# Service release …" the noun belongs to a name. They are not a verb either: "What is the
-# service …" asks what it is, not which one.
+# "Which <up to three lowercase words> <kind noun(s)>" opening a sentence of the question. The
+# words are lowercase: in "In which Token Service release …" the noun belongs to a name. They
+# are not a verb either: "What is the service …" asks what it is, not which one.
 _TARGET = re.compile(
-    r"(?:(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
-    rf"|\b(?:to|by|from|for|with)\s+|(?<=[a-z])\s+(?=(?:which|what)\s+(?:[a-z][\w-]*\s+){{0,3}}(?:{_NOUN})\W*$))"
+    r"(?:^|[.?!;]\s+)\W*(?:(?:[Ii]n|[Oo]n|[Ff]rom|[Tt]o|[Bb]y|[Ff]or|[Ww]ith|[Oo]f|[Aa]t)\s+)?"
     r"(?:[Ww]hich|[Ww]hat)\s+(?P<phrase>(?:(?!(?:is|was|are|were|does|do|did|has|have|had)\b)[a-z][\w-]*\s+){0,3}?"
     rf"(?:{_NOUN})(?:\s+(?:{_NOUN}))*)\b"
 )
@@ -51,9 +48,6 @@ _WHO_LEADS = re.compile(
     r"\b[Ww]ho\s+(?P<phrase>(?:leads|heads(?:\s+up)?|runs|manages)\s+(?:the\s+|that\s+|this\s+)?"
     rf"(?:[\w'’-]+\s+){{0,3}}?(?:{_GROUPS})|(?:is|was)\s+(?:the\s+)?(?:(?:team|squad|group|engineering|tech)\s+)?"
     r"(?:lead|leader|head|manager)\s+(?:of|for))\b")
-# "Who owns / runs / is responsible for …": the group a thing is owned by.
-_WHO_OWNS = re.compile(
-    r"\b[Ww]ho\s+(?P<phrase>owns|maintains|looks\s+after|runs|operates|(?:is|are)\s+(?:now\s+)?responsible\s+for)\b")
 _GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
 
 
@@ -64,21 +58,20 @@ class Target:
 
     kind: str  # group (a team), decision, event (an incident), system or person (a group's lead)
     phrase: str  # "team", "architecture decision record", "leads the team"
-    who: bool = False  # asked by "Who …", whose phrase is no noun
 
     @property
     def noun(self) -> str:
         """What is asked for, as a noun: a "Which …" question's phrase ("architecture decision
-        record"), or for "Who …" the kind's ("leads the team" asks for a lead)."""
-        return {"person": "lead", "group": "team"}[self.kind] if self.who else self.phrase
+        record"), or a lead ("leads the team" is a verb phrase)."""
+        return "lead" if self.kind == "person" else self.phrase
 
 
 def target_of(question: str) -> Target | None:
-    """The kind of node a "Which …" or "Who …" question asks for; None for any other question."""
-    for pattern, kind in ((_WHO_LEADS, "person"), (_WHO_OWNS, "group")):
-        if (found := pattern.search(question)) is not None:
-            # Without the group's name ("heads up the Fleet Data group"): the chain must say it.
-            return Target(kind, " ".join(w for w in found.group("phrase").split() if w.islower()), who=True)
+    """The kind of node a "Which …" or "Who leads …" question asks for; None for any other
+    question."""
+    if (found := _WHO_LEADS.search(question)) is not None:
+        # Without the group's name ("heads up the Fleet Data group"): the chain must say it.
+        return Target("person", " ".join(w for w in found.group("phrase").split() if w.islower()))
     found = _TARGET.search(question)
     if found is None:
         return None

@@ -138,8 +138,7 @@ _NEGATION = re.compile(r"(?:\bnot|\bnever|n't|\bno longer|\bcannot)\s+(?:\w+\s+)
 
 _WORD = re.compile(r"[^\W_]+")
 _ID_KIND = {"INC": "event", "INCIDENT": "event", "SEV": "event", "OUTAGE": "event"}
-_ID_KIND |= {"PIR": "event", "PM": "event", "POSTMORTEM": "event", "ADR": "decision", "DECISION": "decision",
-             "RFC": "decision"}
+_ID_KIND |= {"PIR": "event", "ADR": "decision", "DECISION": "decision"}
 
 _CAMEL_SUFFIXES = _words(
     "Service Client Api API Manager Handler Controller Factory Error Exception Config "
