@@ -301,13 +301,16 @@ def _best(ends: list[Any], r: Reading) -> tuple[Relation, str | None] | None:
 
 DESCRIBED = 3  # the evidence documents a thing the question describes is looked for among
 
-# The things documents are about: the nodes their chunks define (the title's, a clause's).
+# The things documents are about (the nodes their chunks define: the title's, a clause's), and
+# the lexemes of the documents' words, as BM25 sees them.
 _SUBJECTS = """
-select distinct d.dst, s.text
-from tortus.source s
-join tortus.node c on c.tenant_id = s.tenant_id and c.source_id = s.source_id and c.kind = 'chunk'
-join tortus.edge d on d.tenant_id = c.tenant_id and d.src = c.node_id and d.type = 'defines'
-where s.tenant_id = tortus.current_tenant() and s.uri = any(%s)
+with s as materialized (select source_id, text from tortus.source
+                        where tenant_id = tortus.current_tenant() and uri = any(%(uris)s))
+select array(select distinct d.dst from s
+             join tortus.node c on c.tenant_id = tortus.current_tenant() and c.source_id = s.source_id
+                               and c.kind = 'chunk'
+             join tortus.edge d on d.tenant_id = c.tenant_id and d.src = c.node_id and d.type = 'defines'),
+       array(select distinct l.lexeme from s, unnest(to_tsvector(%(cfg)s::regconfig, s.text)) l)
 """
 
 
@@ -321,14 +324,12 @@ def described_relation(
     but for its last hop (the asked relation, from the bridge's own page), saying every concept
     the question names (`named`), and covering the question with those documents' words."""
     uris = list(dict.fromkeys(e.uri for e in evidence))
-    rows = conn.execute(_SUBJECTS, [uris[:DESCRIBED]]).fetchall()
-    if not rows:
+    row = conn.execute(_SUBJECTS, {"uris": uris[:DESCRIBED], "cfg": ts_config}).fetchone()
+    if row is None or not row[0]:
         return None
-    texts = list(dict.fromkeys(text for _, text in rows))
-    said = frozenset().union(*lexemes(conn, texts, ts_config))
     words = frozenset().union(*lexemes(conn, list(named), ts_config)) if named else frozenset()
-    return best_relation(conn, target, terms, list(dict.fromkeys(n for n, _ in rows)), max_hops, ts_config,
-                         Described(frozenset(uris), said, words))
+    return best_relation(conn, target, terms, row[0], max_hops, ts_config,
+                         Described(frozenset(uris), frozenset(row[1]), words))
 
 
 def _called(conn: psycopg.Connection, ends: list[Any], nouns: str, found: dict[str, set[str]], ts_config: str,
