@@ -84,6 +84,31 @@ def test_the_answer_is_withheld_below_the_support_threshold_and_kept_as_a_draft(
     assert not owned.withheld and owned.confidence >= THRESHOLD and "Platform Team" in (owned.answer or "")
 
 
+LATENCY = "The gateway targets a p99 latency of 350 ms for confirmations at the load balancer."
+LEDGER = "The Ledger Service records every payment in a double-entry journal."
+
+
+def test_sentences_about_another_thing_than_the_question_names_are_withheld(db: psycopg.Connection) -> None:
+    # The asked attribute is stated of another service than the one the question names: the
+    # gateway's latency target answers another question.
+    pages = [Evidence(4, "Checkout Gateway > Service levels", "payments/gateway.md", 0, len(LATENCY), None, LATENCY,
+                      0.0, "seed"),
+             Evidence(5, "Ledger Service > Summary", "payments/ledger.md", 0, len(LEDGER), None, LEDGER, 0.0, "seed")]
+    # Two documents, two chains: nothing ties one to the other.
+    other = synthesize(db, ask(db, "What is the p99 latency target of the Ledger Service?", names=["Ledger Service"]),
+                       pages, [[0], [1]])
+    assert other.withheld and other.refusal is Refusal.NOT_ABOUT and other.confidence == 0.0
+    assert other.warnings == ["answer withheld: no sentence that matches it is about Ledger Service"]
+    assert "350 ms" in texts(other)  # kept as the draft a bridge may lead on from
+    own = synthesize(db, ask(db, "What is the p99 latency target of the Checkout Gateway?", names=["Checkout Gateway"]),
+                     pages, [[0], [1]])
+    assert own.refusal is not Refusal.NOT_ABOUT and "350 ms" in texts(own)
+    # Saying one of the things the question names is enough.
+    both = ask(db, "What p99 latency target does the Checkout Gateway set for the Ledger Service?",
+               names=["Checkout Gateway", "Ledger Service"])
+    assert synthesize(db, both, pages[:1]).refusal is not Refusal.NOT_ABOUT
+
+
 TABLE = "| Code | Meaning | Retry |\n|---|---|---|\n| E-2107 | Ledger write timed out | Yes, same key |"
 STORE = ("Feature Store computes and serves the features that models use. "
          "Feature Store is owned by the Data Platform Team.")

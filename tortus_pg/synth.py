@@ -178,6 +178,15 @@ def _untyped(kind: AnswerType | None, claims: Sequence[Claim]) -> Verdict:
     return Refusal.NO_VALUE_OF_TYPE, kind.name
 
 
+def _not_about(terms: Terms, read: Read) -> Verdict:
+    """An answer of one sentence must say (with its heading) one of the things the question
+    names: "the Ledger Service's p99 target" is not answered by the gateway's, however well the
+    sentence matches the rest. A chain's later sentences are about the bridges it leads to."""
+    if read.alone is None or not terms.names or any(words <= read.alone for words in terms.names.values()):
+        return None
+    return Refusal.NOT_ABOUT, " or ".join(sorted(terms.names))
+
+
 def _refusal(terms: Terms, found: set[str], coverage: float) -> Verdict:
     """The LLM synthesizer's checks before the model is asked: every identifier and named thing
     of the question in the evidence, and half of its weight covered."""
@@ -265,6 +274,7 @@ class Read:
     covered: set[str]
     dense: float
     verdict: str | None = None
+    alone: set[str] | None = None  # the lexemes of an answer of one sentence (none for a chain or a judgment)
 
     @property
     def text(self) -> str:
@@ -302,7 +312,9 @@ def _read(
             short_answer=reading.short if j == reading.answer and reading.short else None,
         ))
     best = max((dense[j] for j in reading.chosen), default=0.0) if dense else 0.0
-    return Read(claims, set(reading.covered), best, reading.verdict)
+    alone = own[reading.chosen[0]] | context[reading.chosen[0]] \
+        if len(reading.chosen) == 1 and reading.verdict is None else None
+    return Read(claims, set(reading.covered), best, reading.verdict, alone)
 
 
 def _options_described(conn: psycopg.Connection, comparison: Comparison, labels: Sequence[str],
@@ -353,7 +365,7 @@ def extractive(
     signals = {"coverage": coverage, "named": float(bool(terms.names)), **({"dense": dense} if similarity else {})}
     supported = model_for(similarity.name if similarity else None).probability(signals)
     verdict = _missing_identifiers(terms, found) or (None if claims else (Refusal.NO_SENTENCE, "")) \
-        or _untyped(kind, claims)
+        or _untyped(kind, claims) or _not_about(terms, read)
     needed = THRESHOLD if min_support is None else min_support
     if verdict is None and supported < needed:
         verdict = Refusal.LOW_SUPPORT, f"support {supported:.2f}, {needed:.2f} needed"

@@ -17,6 +17,7 @@ class Refusal(Enum):
     LOW_SUPPORT = "the evidence supports an answer too little ({detail})"
     NO_SENTENCE = "no sentence matches the question"
     NO_VALUE_OF_TYPE = "the question asks for {detail} and no sentence that matches it gives one"
+    NOT_ABOUT = "no sentence that matches it is about {detail}"
     MODEL_DECLINED = "the model found no answer"
     MODEL_UNSUPPORTED = "no claim of the model is supported by the evidence"
     NO_TIME = "no time left to synthesize"
@@ -29,4 +30,4 @@ class Refusal(Enum):
 # Nothing to draft from: an identifier or a named thing the question names is in no evidence.
 HARD_REFUSALS = frozenset({Refusal.MISSING_IDENTIFIER, Refusal.MISSING_NAME})
 # Checks of form: they withhold whatever the evidence's support, which is reported as none.
-CHECKS_OF_FORM = frozenset({Refusal.MISSING_IDENTIFIER, Refusal.NO_VALUE_OF_TYPE})
+CHECKS_OF_FORM = frozenset({Refusal.MISSING_IDENTIFIER, Refusal.NO_VALUE_OF_TYPE, Refusal.NOT_ABOUT})
