@@ -2,7 +2,7 @@
 
 import pytest
 
-from tortus_pg.answer_type import TYPES, expected_type, names_in, place_part
+from tortus_pg.answer_type import TYPES, expected_type, names_in, place_part, year_part
 
 
 @pytest.mark.parametrize(("question", "kind"), [
@@ -164,6 +164,15 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
      ["Osman Şirin", "Jørgen Buckhøj"]),
     ("Where was the director born?", "She was born in Ålesund, a port town.", ["Ålesund"]),
     ("What nationality is the painter?", "Ona Vale (1890–1962) was a Québécois painter.", ["Québécois"]),
+    # A preposition opening a sentence, and the numbers after it, are no part of a name.
+    ("Who was president then?", "On December 28, 1846, Iowa joined when President James K. Polk signed it.",
+     ["President James K. Polk"]),
+    ("Which port handled the most containers?", "In 2010 Piraeus handled 513,319 TEUs.", ["Piraeus", "TEUs"]),
+    ("Where did she study?", "At the University of Vienna she read law.", ["University of Vienna"]),
+    ("Where did he live?", "In the 1950s he lived in Rome.", ["Rome"]),
+    # A possessive ends a name; a quoted nickname is inside one.
+    ("Who was she married to?", "She was Kim Jong-il's first wife.", ["Kim Jong-il"]),
+    ("Who sang it?", 'It was sung by Nicholas Lofton "Nick" Hexum in 1997.', ['Nicholas Lofton "Nick" Hexum']),
 ])
 def test_values_are_the_spans_of_the_type_the_question_does_not_say(
     question: str, sentence: str, values: list[str]
@@ -204,3 +213,14 @@ def test_a_possessive_or_and_ends_a_name(text: str, names: list[str]) -> None:
 def test_a_run_of_places_answers_with_the_part_asked_for(value: str, question: str, part: str) -> None:
     asked = frozenset(w.casefold() for w in question.replace("?", " ").split())
     assert place_part(value, asked) == part
+
+
+@pytest.mark.parametrize(("value", "question", "part"), [
+    ("15 June 1924", "In what year was the president born?", "1924"),
+    ("15 June 1924", "When was the president born?", "15 June 1924"),
+    ("1990-1995", "In what year did the war end?", "1990-1995"),  # a span is no one year
+    ("between 1931 and 1934", "In which year was it built?", "between 1931 and 1934"),
+])
+def test_a_question_asking_for_a_year_gets_the_year_of_a_date(value: str, question: str, part: str) -> None:
+    asked = frozenset(w.casefold() for w in question.replace("?", " ").split())
+    assert year_part(value, asked) == part

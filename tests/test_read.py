@@ -192,6 +192,16 @@ def test_the_short_answer_is_not_the_bridge_the_first_statement_named() -> None:
     assert short == "American"
 
 
+def test_a_word_saying_a_time_is_given_is_no_short_answer() -> None:
+    # "after" makes the sentence one that gives a time, but the short answer is the year.
+    question = "When was the island taken by the British?"
+    quoted, short = read(question, [
+        ("Hong Kong", ["The island was taken by the British after the First Opium War, in 1842."]),
+    ], weights={"island": 1.0, "taken": 2.0, "british": 2.0})
+    assert quoted == ["The island was taken by the British after the First Opium War, in 1842."]
+    assert short == "1842"
+
+
 def test_what_is_the_date_of_asks_for_the_date_the_answering_sentence_gives() -> None:
     question = "What is the date of death of the director of The Quiet Shore?"
     quoted, short = read(question, [

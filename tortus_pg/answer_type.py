@@ -53,8 +53,9 @@ _PERIODS = "daily|weekly|monthly|quarterly|yearly|annually|nightly|hourly|every|
 _LATIN = [chr(c) for c in range(0x00C0, 0x0250)]
 _UP = "[A-Z" + "".join(c for c in _LATIN if c.isupper()) + "]"
 _LOW = "[a-z" + "".join(c for c in _LATIN if c.islower()) + "]"
-# An initial inside a name ("Waylon J. Smithers Jr.") is a capital and a full stop.
-_INITIAL = rf"{_UP}\.(?=\s+{_UP})"
+# An initial inside a name ("Waylon J. Smithers Jr.") is a capital and a full stop; a nickname
+# inside one is quoted ('Nicholas Lofton "Nick" Hexum', 'Eddie "The Eagle" Edwards').
+_INITIAL = rf"{_UP}\.(?=\s+{_UP})|[\"“]{_UP}[^\"”\n]{{0,30}}[\"”](?=\s+{_UP})"
 # A name: capitalised words (with the small words names carry inside them and their initials),
 # an identifier ("kestrel-3", "cdg.submissions", "E-1042") or a code span ("`elig.degraded_mode`").
 _NAME = (r"`[^`\n]{1,80}`|(?<![\w.-])(?:[A-Za-z]+[\w]*[-_.:/#][\w.:/#-]*\w|#[\w-]+)"
@@ -142,13 +143,19 @@ class AnswerType:
         plainly, after the type's cue."""
         said = {w for a in asked for w in re.findall(r"\w+", a.casefold())}
         found = []
-        for start, end in self._runs(text):
+        for run, end in self._runs(text):
+            # The preposition opening a run is no part of its name, nor its cue: "In London, …"
+            # opens a sentence, it does not state a place after "in".
+            if (start := _name_start(text, run, end) if self.names else run) < 0:
+                continue
             value = text[start:end].strip("` ").rstrip(".,;:")
+            if self.names:  # "Kim Jong-il's wife" names Kim Jong-il
+                value = re.sub(r"['’]s$", "", value)
             words = {w.casefold() for w in re.findall(r"\w+", value)}
             opening = re.fullmatch(rf"{_UP}(?:{_LOW}|['’])*", value) is not None and _OPENING.search(text, 0, start)
             dated = self.names and _DATE.fullmatch(value) is not None
             if value and not words <= said and not opening and not dated:
-                found.append((self.cue is not None and self.cue.search(text, 0, start) is not None, value))
+                found.append((self.cue is not None and self.cue.search(text, 0, run) is not None, value))
         return found
 
     def _runs(self, text: str) -> list[tuple[int, int]]:
@@ -189,6 +196,39 @@ def place_part(value: str, asked: frozenset[str]) -> str:
     if level is None:
         return parts[0]
     return next((p for p in parts if level in p.casefold()), parts[1])
+
+
+# Words that open a capitalised run without being part of a name: "On December 28 …" opens with
+# a preposition, "In 2010 Piraeus handled …" with one and a year, "At the University of …" with
+# one and an article.
+_OPENED_BY = re.compile(r"(?:(?:In|On|At|For|Of|And|But|Or|If|When|While|After|Before|During|As|By|With|From|To|Into)"
+                         r"\s+)+(?:(?:the|[0-9][\w'’&-]*)\s+)*")
+# Words the time pattern finds that say a time is given without saying which.
+_RELATIVE = frozenset({"before", "after", "during", "until", "since", "ago", "every"})
+
+
+def says_which(value: str) -> bool:
+    """Whether a value found says which one ("1842"), not only that there is one ("after",
+    "during"): a sentence with either gives a time, but only the first is a short answer."""
+    return value.casefold() not in _RELATIVE
+
+
+def _name_start(text: str, start: int, end: int) -> int:
+    """Where the name in the capitalised run `text[start:end]` starts: after the preposition
+    (and the article or numbers after it) that opened it ("On December …", "In 2010 Piraeus …",
+    "At the University of Vienna"); -1 when nothing capitalised follows them ("In 1934", "In the
+    1950s" name nothing)."""
+    lead = _OPENED_BY.match(text, start, end)
+    if lead is None:
+        return start
+    return lead.end() if re.match(_UP, text[lead.end():end]) else -1
+
+
+def year_part(value: str, asked: frozenset[str]) -> str:
+    """The year of a date (`value`) when the question's words (`asked`, casefolded) ask for a
+    year: "In what year …?" is answered "1924", not "15 June 1924"."""
+    years = re.findall(r"(?<![\d-])\d{4}(?![\d-])", value)
+    return years[0] if "year" in asked and len(years) == 1 and years[0] != value else value
 
 
 def cued_first(found: list[tuple[bool, str]]) -> list[str]:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tortus_pg.answer_type import AnswerType, cued_first, names_in, place_part
+from tortus_pg.answer_type import AnswerType, cued_first, names_in, place_part, says_which, year_part
 from tortus_pg.query.logistic import Model
 
 MAX_CLAIMS = 3
@@ -275,6 +275,8 @@ def read_chain(page: Page, weights: Mapping[str, float], kind: AnswerType | None
     short = short_answer(page.sentences[answer].text, values[answer], known, asked)
     if short is not None and kind is not None and kind.nested:
         short = place_part(short, asked)
+    if short is not None and kind is not None and kind.required:
+        short = year_part(short, asked)
     # What the chain's statements leave unsaid is what a bridge is followed to; the sentences
     # the model adds answer, but they do not redirect the chain.
     found = frozenset(t for j in chain(measured, likely) if j in chosen for t in measured.covered[j] if t in weights)
@@ -287,8 +289,9 @@ def short_answer(text: str, values: Sequence[str], known: set[str], asked: froze
     about a death, the second as the text gives them when a dash joins the first two as a span
     does: "(6 May 1874 in Melbourne – 17 January 1954 in Fontana)" gives the death's date and
     place after its dash, inside the span ("(1911, Berlin – 1979) was a German …" gives no place
-    of death)."""
-    fresh = [v for v in values if v.casefold() not in known] or list(values)
+    of death). A word that only says a time is given ("after", "during") is none."""
+    values = [v for v in values if says_which(v)]
+    fresh = [v for v in values if v.casefold() not in known] or values
     placed = sorted((text.find(v), v) for v in fresh if v in text)
     if asked & DEATH and len(placed) > 1:
         (start, first), (end, second) = placed[:2]
