@@ -17,6 +17,7 @@ from tortus_pg.embed import make_embedder
 from tortus_pg.engine import Answer, answer
 from tortus_pg.llm import ChatClient
 from tortus_pg.policy import PORTAL_PREFERENCES, make_policy
+from tortus_pg.query.refusal import CHECKS_OF_FORM
 from tortus_pg.retrieve import MODES, search
 from tortus_pg.synth import LLMSynthesizer
 
@@ -123,7 +124,9 @@ def _render(result: Answer, explain: bool) -> None:
                                     f" (support {result.confidence:.2f})."))
         if result.diagnostics.get("draft"):
             # What the reader would have quoted: a lead to check against the sources, not an answer.
-            console.print("Closest statements found, too weakly supported to answer:", style="yellow")
+            why = "withheld for the reason below" if result.refusal in CHECKS_OF_FORM else \
+                "too weakly supported to answer"
+            console.print(f"Closest statements found, {why}:", style="yellow")
             console.print(f"  {result.diagnostics['draft']}", style="dim")
     else:
         console.print(result.answer or "", style="bold")

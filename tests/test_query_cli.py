@@ -95,6 +95,17 @@ def test_weather_question_is_withheld(demo: tuple[Path, dict[str, str]]) -> None
     assert " ".join(draft.split()[:4]) in " ".join(shown.output.split())
 
 
+def test_a_draft_withheld_by_a_check_of_form_is_not_called_weakly_supported(
+        demo: tuple[Path, dict[str, str]]) -> None:
+    question = "How much does it cost per month to run the Feature Store?"
+    out = query(*demo, question)
+    assert out["withheld"] and out["refusal"] == Refusal.NO_VALUE_OF_TYPE.name and out["diagnostics"]["draft"]
+    ws, env = demo
+    shown = runner.invoke(app, ["--workspace", str(ws), "query", question], env=env)
+    assert "Closest statements found, withheld for the reason below:" in shown.output
+    assert "the question asks for a sum of money" in " ".join(shown.output.split())
+
+
 def test_no_draft_is_offered_when_what_the_question_names_is_in_no_evidence(demo: tuple[Path, dict[str, str]]) -> None:
     out = query(*demo, "What does error code E-9931 mean?")
     assert out["withheld"] and out["refusal"] == Refusal.MISSING_IDENTIFIER.name
