@@ -170,6 +170,7 @@ def test_numbers_in_dates_decades_and_compounds_count(sentence: str) -> None:
     ("Which port handled the most containers?", "In 2010 Piraeus handled 513,319 TEUs.", ["Piraeus", "TEUs"]),
     ("Where did she study?", "At the University of Vienna she read law.", ["University of Vienna"]),
     ("Where did he live?", "In the 1950s he lived in Rome.", ["Rome"]),
+    ("Which film did she star in?", "She starred in On the Waterfront.", ["On the Waterfront"]),
     # A possessive ends a name; a quoted nickname is inside one.
     ("Who was she married to?", "She was Kim Jong-il's first wife.", ["Kim Jong-il"]),
     ("Who sang it?", 'It was sung by Nicholas Lofton "Nick" Hexum in 1997.', ['Nicholas Lofton "Nick" Hexum']),

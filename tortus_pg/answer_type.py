@@ -144,9 +144,11 @@ class AnswerType:
         said = {w for a in asked for w in re.findall(r"\w+", a.casefold())}
         found = []
         for run, end in self._runs(text):
-            # The preposition opening a run is no part of its name, nor its cue: "In London, …"
-            # opens a sentence, it does not state a place after "in".
-            if (start := _name_start(text, run, end) if self.names else run) < 0:
+            # A preposition opening a sentence is capitalised by its place, not as part of a name
+            # ("In London, …"), nor is it the value's cue; inside a sentence it opens a title
+            # ("starred in On the Waterfront").
+            opens = self.names and _OPENING.search(text, 0, run) is not None
+            if (start := _name_start(text, run, end) if opens else run) < 0:
                 continue
             value = text[start:end].strip("` ").rstrip(".,;:")
             if self.names:  # "Kim Jong-il's wife" names Kim Jong-il
