@@ -67,14 +67,18 @@ _PERSON = rf"\b{_UP}(?:{_LOW}|['’-])+(?:\s+(?:(?:de|del|da|di|von|van|der|le|l
 _OPENING = re.compile(r"(?:^[\s*•>#-]*|[.!?:;|]\s+|\n[\s*•>#-]*)$")
 
 
+# Prepositions and conjunctions: opening a sentence, capitalised by their place (`_name_start`).
+_OPENERS = ("in", "on", "at", "for", "of", "and", "but", "or", "if", "when", "while", "after", "before", "during",
+            "as", "by", "with", "from", "to", "into")
 # Closed-class words that open sentences capitalised without naming anything.
 _FUNCTION_WORDS = frozenset({
     "a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "his", "her", "they",
-    "their", "them", "we", "our", "you", "your", "i", "in", "on", "at", "for", "of", "and", "but", "or", "nor",
-    "if", "when", "while", "after", "before", "during", "as", "by", "with", "from", "to", "into", "there",
-    "here", "what", "which", "who", "whom", "whose", "where", "why", "how", "all", "each", "every", "some",
-    "no", "not", "one"
+    "their", "them", "we", "our", "you", "your", "i", "nor", "there", "here", "what", "which", "who", "whom",
+    "whose", "where", "why", "how", "all", "each", "every", "some", "no", "not", "one", *_OPENERS
 })
+# Words that say a time is given without saying which ("after the war").
+_RELATIVE = ("before", "after", "during", "until", "since", "ago")
+_RELATIVE_WORDS = "|".join(_RELATIVE)
 _NAMES = re.compile(_NAME)
 # Where one name ends and the next begins inside a run of capitalised words.
 _NAME_ENDS = re.compile(r"['’]s\b\s*|\s+and\s+")
@@ -203,16 +207,13 @@ def place_part(value: str, asked: frozenset[str]) -> str:
 # Words that open a capitalised run without being part of a name: "On December 28 …" opens with
 # a preposition, "In 2010 Piraeus handled …" with one and a year, "At the University of …" with
 # one and an article.
-_OPENED_BY = re.compile(r"(?:(?:In|On|At|For|Of|And|But|Or|If|When|While|After|Before|During|As|By|With|From|To|Into)"
-                         r"\s+)+(?:(?:the|[0-9][\w'’&-]*)\s+)*")
-# Words the time pattern finds that say a time is given without saying which.
-_RELATIVE = frozenset({"before", "after", "during", "until", "since", "ago", "every"})
+_OPENED_BY = re.compile(rf"(?:(?:{'|'.join(w.capitalize() for w in _OPENERS)})\s+)+(?:(?:the|[0-9][\w'’&-]*)\s+)*")
 
 
 def says_which(value: str) -> bool:
     """Whether a value found says which one ("1842"), not only that there is one ("after",
     "during"): a sentence with either gives a time, but only the first is a short answer."""
-    return value.casefold() not in _RELATIVE
+    return value.casefold() not in (*_RELATIVE, "every")  # "every" alone, without its period
 
 
 def _name_start(text: str, start: int, end: int) -> int:
@@ -255,7 +256,7 @@ TYPES = (  # the first whose opening pattern matches applies, else the first who
                    r"(?:year|date|day|month|decade|century|time)\b)"
                    r"|\b(?:what|which)\s+(?:year|date|decade|century)\b"  # "… formed in what year?"
                    r"|" + _copula("year|date|day|month|decade|century|time|deadline|cut-?off"), re.I),
-        re.compile(rf"{_NUMBER}|\b(?-i:{_MONTHS})\b|\b(?:{_PERIODS}|before|after|during|until|since|ago|century|decade)\b",
+        re.compile(rf"{_NUMBER}|\b(?-i:{_MONTHS})\b|\b(?:{_PERIODS}|{_RELATIVE_WORDS}|century|decade)\b",
                    re.I),
         in_place=re.compile(r"\bwhen\W*$", re.I),  # "… first developed when?"
     ),
