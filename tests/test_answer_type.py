@@ -96,8 +96,11 @@ GIVEN = {
                                                "Features are at most 60 seconds behind the stream."]),
     "How long are ledger entries kept?": (["Class F records are retained for 10 years.",
                                            "Class F records are retained for ten years.",
-                                           "Messages are kept for a week."],
-                                          ["Retries are capped at 5 per call."]),
+                                           "Messages are kept for a week.",
+                                           "| msg-dedup | Redis 7 | key TTL 36 h |",  # abbreviated units
+                                           "Duration: 2 h 14 min",
+                                           "Holds lapse after 10 mins."],
+                                          ["Retries are capped at 5 per call.", "Class 2 holds run on host h7."]),
     "How long is the bridge?": (["The bridge is 2.5 km long."], []),
 }
 

@@ -40,8 +40,10 @@ _NUMBER = r"(?<![\w.-])(?:\d{4}-\d{2}-\d{2}\b|\d[\d.,:/]*(?:s|st|nd|rd|th)?)(?![
 _CURRENCIES = (
     r"[$€£¥₹]|\b(?:dollars?|euros?|pounds?|pence|cents?|yen|francs?|rupees?|USD|EUR|GBP|JPY|CHF|free of charge)\b"
 )
+# Units of time, written out or abbreviated as operational documents do ("36 h", "2 h 14 min").
+TIME_UNITS = "milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|weeks?|months?|years?"
 _UNITS = (
-    "milliseconds?|ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?|centur(?:y|ies)"
+    f"{TIME_UNITS}|decades?|centur(?:y|ies)"
     "|millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|mm|cm|m|km|inch(?:es)?|f(?:oo|ee)t|ft"
     "|yards?|miles?|mi"
 )

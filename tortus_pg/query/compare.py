@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from tortus_pg.answer_type import names_in
+from tortus_pg.answer_type import TIME_UNITS, names_in
 from tortus_pg.query.read import DEATH, MAX_CLAIMS, Page, Reading, Sentence
 
 
@@ -72,8 +72,7 @@ _NUMBER = re.compile(r"(?<![\w.-])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,-])\d+(?
 # Units of time, in seconds: "2 h 14 min" and "5 hours 40 minutes" are durations to compare.
 _SECONDS = {"ms": 0.001, "millisecond": 0.001, "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600,
             "hr": 3600, "hour": 3600, "day": 86400, "week": 604800, "month": 2629800, "year": 31557600}
-_DURATION = re.compile(rf"(?P<n>{_NUMBER.pattern})\s*(?P<unit>ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?"
-                       r"|hours?|days?|weeks?|months?|years?)\b(?:\s*(?:,|and)?\s*(?=\d))?", re.I)
+_DURATION = re.compile(rf"(?P<n>{_NUMBER.pattern})\s*(?P<unit>{TIME_UNITS})\b(?:\s*(?:,|and)?\s*(?=\d))?", re.I)
 
 
 @dataclass(frozen=True)
