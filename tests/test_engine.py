@@ -157,9 +157,8 @@ def test_some_multi_hop_answer_walks_two_hops_to_its_evidence(ask: Ask) -> None:
     assert all(item.text.strip() for chain in chains for hop in chain for item in hop.evidence)
 
 
-# Asked "Which team …" or "Who owns …", the typed relations answer (below); asked "… owned by whom?",
-# the quoted sentences do.
-BRIDGED = "The system whose expired certificate caused INC-2025-014 is owned by whom?"
+# Asked "Which team …", the typed relations answer (below); asked "Who …", the quoted sentences do.
+BRIDGED = "Who owns the system whose expired certificate caused INC-2025-014?"
 
 
 def test_an_answer_that_stops_at_a_bridge_follows_it(ask: Ask) -> None:

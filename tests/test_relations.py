@@ -39,20 +39,15 @@ def db(demo: tuple[Path, dict[str, str]]) -> Iterator[psycopg.Connection]:
      Target("decision", "architecture decision record")),
     ("In which incident did merchants receive E-1042?", Target("event", "incident")),
     # Who leads a group is a person (the group's name is not asked for).
-    ("Who leads the team that owns the Checkout Gateway?", Target("person", "leads the team", "lead")),
-    ("Who heads up the Fleet Data group?", Target("person", "heads up the group", "lead")),
-    ("Who is the engineering manager for Route Desk?", Target("person", "is the engineering manager for", "lead")),
-    # Who owns a thing is the group it is owned by, however the question says so.
-    ("Who owns the Checkout Gateway?", Target("group", "owns", "owner")),
-    ("Who is responsible for the system that served the expired certificate?",
-     Target("group", "is responsible for", "owner")),
-    ("Who is the owner of the service that slowed down?", Target("group", "is the owner of", "owner")),
-    ("Who was in charge of the country where the composer was born?", None),  # a ruler, not an owner
+    ("Who leads the team that owns the Checkout Gateway?", Target("person", "leads the team")),
+    ("Who heads up the Fleet Data group?", Target("person", "heads up the group")),
+    ("Who is the engineering manager for Route Desk?", Target("person", "is the engineering manager for")),
     # A noun inside a name, a definitional question, and other kinds ask for no relation.
     ("In which Token Service release did the algorithm change?", None),
     ("What is the service level of the Ledger Service?", None),
     ("Which film came out first?", None),
     ("Who directed the film that opened the festival?", None),
+    ("Who owns the Checkout Gateway?", None),
 ])
 def test_which_questions_ask_for_a_kind_of_node(question: str, target: Target | None) -> None:
     assert target_of(question) == target
@@ -197,17 +192,6 @@ def test_the_node_a_chain_ends_at_is_the_short_answer(corpus: psycopg.Connection
     # Only the claim stating the last edge gives it; the bridge's claim gives none.
     assert [(c.relation, c.short_answer) for c in synthesis.claims] == [
         ("INC-77 caused by Tollgate", None), ("Tollgate owned by Metering Team", "Metering Team")]
-
-
-@pytest.mark.parametrize("corpus", [CHAIN], indirect=True)
-def test_who_owns_a_thing_is_the_group_it_is_owned_by(corpus: psycopg.Connection) -> None:
-    # Asked in words the corpus never uses ("responsible"): the words asking for the owner are
-    # what the chain's end answers, as "Which team" is.
-    r = _relation(corpus, "Who is responsible for the service that caused INC-77?")
-    assert r is not None and r.labels == ["INC-77", "Tollgate", "Metering Team"] and r.asked == "owner"
-    a = ask(corpus, "Who owns the service behind INC-77?", embedder=HashEmbedder(384), policy=TraversalPolicy(),
-            store=False)
-    assert not a.withheld and a.short_answer == "Metering Team"
 
 
 DESCRIBED = {

@@ -48,39 +48,30 @@ _WHO_LEADS = re.compile(
     r"\b[Ww]ho\s+(?P<phrase>(?:leads|heads(?:\s+up)?|runs|manages)\s+(?:the\s+|that\s+|this\s+)?"
     rf"(?:[\w'’-]+\s+){{0,3}}?(?:{_GROUPS})|(?:is|was)\s+(?:the\s+)?(?:(?:team|squad|group|engineering|tech)\s+)?"
     r"(?:lead|leader|head|manager)\s+(?:of|for))\b")
-# "Who owns the Checkout Gateway?", "Who is responsible for the system …", "Who is the owner of
-# …": the group a thing is owned by, as "Which team owns …" asks. Not "Who was in charge of the
-# country …", which asks for a ruler.
-_WHO_OWNS = re.compile(
-    r"\b[Ww]ho\s+(?P<phrase>owns|maintains|(?:is|are|was|were)\s+(?:(?:responsible|accountable)\s+for"
-    r"|the\s+owners?\s+of))\b")
 _GROUP_LABEL = re.compile(rf"\b(?:{_GROUPS})$", re.I)
 
 
 @dataclass(frozen=True)
 class Target:
-    """What a "Which …" or "Who …" question asks for: the kind of node, the words asking for
-    it, and the role they name when they are a verb phrase."""
+    """What a "Which …" or "Who …" question asks for: the kind of node, and the words asking
+    for it."""
 
     kind: str  # group (a team), decision, event (an incident), system or person (a group's lead)
-    phrase: str  # "team", "architecture decision record", "leads the team", "is responsible for"
-    role: str | None = None  # "lead", "owner"
+    phrase: str  # "team", "architecture decision record", "leads the team"
 
     @property
     def noun(self) -> str:
         """What is asked for, as a noun: a "Which …" question's phrase ("architecture decision
-        record"), or the role a verb phrase asks for ("leads the team": a lead)."""
-        return self.role or self.phrase
+        record"), or a lead ("leads the team" is a verb phrase)."""
+        return "lead" if self.kind == "person" else self.phrase
 
 
 def target_of(question: str) -> Target | None:
-    """The kind of node a "Which …", "Who leads …" or "Who owns …" question asks for; None for
-    any other question."""
+    """The kind of node a "Which …" or "Who leads …" question asks for; None for any other
+    question."""
     if (found := _WHO_LEADS.search(question)) is not None:
         # Without the group's name ("heads up the Fleet Data group"): the chain must say it.
-        return Target("person", " ".join(w for w in found.group("phrase").split() if w.islower()), "lead")
-    if (found := _WHO_OWNS.search(question)) is not None:
-        return Target("group", " ".join(found.group("phrase").split()), "owner")
+        return Target("person", " ".join(w for w in found.group("phrase").split() if w.islower()))
     found = _TARGET.search(question)
     if found is None:
         return None
