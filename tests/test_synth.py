@@ -269,6 +269,14 @@ def test_a_table_row_is_one_sentence_whatever_its_cells_say() -> None:
         "Time: 04:30 UTC; Event: Job resumed. First run purges 2.3 TB.", "The purge ran again.", "It took an hour."]
 
 
+def test_a_key_value_line_is_a_sentence_however_short() -> None:
+    # "Lead: Priya Raman" states who leads in three words; a three-word fragment of prose is
+    # not worth quoting.
+    page = "Lead: Priya Raman\nTimeout: 800 ms\n\nSee below.\n\nThe team sits in Lisbon."
+    sentences = evidence_sentences([seed(23, "Money Movement team", "team.md", page)])
+    assert [s.text for s in sentences] == ["Lead: Priya Raman", "Timeout: 800 ms", "The team sits in Lisbon."]
+
+
 ORIGINS = [("Ledger Service", "The Ledger Service is a Brevanian payments system run by the Platform Team."),
            ("Payout Scheduler", "The Payout Scheduler is a Brevanian batch system run by the Payments Team."),
            ("Fraud Scoring Service", "The Fraud Scoring Service is an Ostrian scoring system.")]

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from tortus_pg.answer_type import AnswerType
 from tortus_pg.ingest.chunking import sentence_spans
-from tortus_pg.ingest.prose import table_header, table_row
+from tortus_pg.ingest.prose import is_key_line, table_header, table_row
 from tortus_pg.llm import Answer
 from tortus_pg.query.both import judge as judge_membership
 from tortus_pg.query.compare import Comparison, Described, document, lead_with_pick
@@ -101,7 +101,8 @@ _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}")
 def evidence_sentences(evidence: Sequence[Source]) -> list[Sentence]:
     """The sentences worth quoting: not headings or a line repeating one (a passage's title as
     its first line), not table header rows (they state nothing), not fragments of fewer than
-    four words. A table row carries its table's column headers (`_Tables`)."""
+    four words unless a key–value line ("Lead: Priya Raman"). A table row carries its table's
+    column headers (`_Tables`)."""
     out = []
     for i, item in enumerate(evidence):
         headings = {" ".join(part.split()).casefold() for part in item.label.split(" > ")}
@@ -110,7 +111,8 @@ def evidence_sentences(evidence: Sequence[Source]) -> list[Sentence]:
             header = tables.header(start)
             text = item.text[start:end]
             flat = " ".join(text.split())
-            if text.lstrip().startswith("#") or len(text.split()) < 4 or flat.casefold() in headings:
+            short = len(text.split()) < (2 if is_key_line(item.text, start) else 4)
+            if text.lstrip().startswith("#") or short or flat.casefold() in headings:
                 continue
             if text.startswith("|") and _TABLE_RULE.match(item.text, item.text.find("\n", end) + 1 or len(item.text)):
                 continue

@@ -201,6 +201,22 @@ def test_sentence_spans_break_at_markdown_blocks() -> None:
     ]
 
 
+def test_sentence_spans_hold_a_key_value_line_apart() -> None:
+    # Consecutive "key: value" lines are statements of their own, however they end; a wrapped
+    # line of prose is not, nor is a colon inside a sentence.
+    text = ("Lead: Priya Raman\n**Services owned:** Ledger API, Refund Worker\nOn-call rotation: mm-primary\n"
+            "The team sits in Lisbon\nand was formed in 2021.\nIt keeps one rule: no deploys on Fridays.\n"
+            "Rotation is\nautomated: a new key is made every month.")
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "Lead: Priya Raman",
+        "**Services owned:** Ledger API, Refund Worker",
+        "On-call rotation: mm-primary",
+        "The team sits in Lisbon\nand was formed in 2021.",
+        "It keeps one rule: no deploys on Fridays.",
+        "Rotation is\nautomated: a new key is made every month.",  # a sentence wrapped, not a key
+    ]
+
+
 def test_code_fence_spans() -> None:
     text = "a\n```py\n# x\n```\nb\n~~~\nopen"
     assert code_fence_spans(text) == [(2, 15), (18, len(text))]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from tortus_pg.ingest.prose import is_key_line
 from tortus_pg.ingest.types import Chunk, Document
 
 Span = tuple[int, int]
@@ -620,22 +621,28 @@ def _lines(text: str) -> list[Span]:
 
 
 def line_blocks(text: str, start: int, end: int) -> list[Span]:
-    """Split at blank lines, before markdown block starts and after heading lines."""
+    """Split at blank lines, before markdown block starts and around heading lines and key–value
+    lines: "Lead: Priya Raman" on the line above "Services owned: Ledger API" is a statement of
+    its own, as a heading is, not the start of one sentence running over both."""
     if text.find("\n", start, end) < 0:
         return [(start, end)]
     blocks: list[Span] = []
     block_start = start
     line_start = start
-    prev_heading = False
+    ends_block = False  # the line before was a heading or a key–value line
+    wraps = False  # the line before stopped mid-sentence: this one goes on with it
     while line_start <= end:
         nl = text.find("\n", line_start, end)
         line_end = end if nl < 0 else nl
         line = text[line_start:line_end]
         blank = not line.strip()
-        if line_start > block_start and (blank or prev_heading or _BLOCK_START.match(line)):
+        # "Rotation is\nautomated: Key Vault creates …" is one sentence wrapped, not a key.
+        key_line = not (wraps and not ends_block) and is_key_line(text, line_start)
+        if line_start > block_start and (blank or ends_block or key_line or _BLOCK_START.match(line)):
             blocks.append((block_start, line_start))
             block_start = line_start
-        prev_heading = line.lstrip().startswith("#")
+        ends_block = line.lstrip().startswith("#") or key_line
+        wraps = not blank and line.rstrip()[-1:] not in ".!?:;"
         if nl < 0:
             break
         line_start = nl + 1
