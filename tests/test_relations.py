@@ -176,6 +176,24 @@ def test_a_system_answer_is_a_thing_the_sources_call_one(corpus: psycopg.Connect
     assert cluster is not None and cluster.labels == ["Route Planner", "kestrel-3"]
 
 
+SIBLINGS = {
+    "ledger-api.md": "# Ledger API\n\nThe Ledger API records payments. It is owned by the Money Movement team.\n",
+    "refund-worker.md": "# Refund Worker\n\nRefund Worker is the service that pays refunds back to cards.\n",
+    "money-movement.md": "# Money Movement team\n\nLead: Priya Raman\nServices owned: Ledger API, Refund Worker\n",
+}
+
+
+@pytest.mark.parametrize("corpus", [SIBLINGS], indirect=True)
+def test_a_chain_does_not_answer_through_a_sibling(corpus: psycopg.Connection) -> None:
+    # The Ledger API and the Refund Worker share an owner: that makes neither the other's
+    # database, whatever the chain through the team covers.
+    owned = corpus.execute("select count(*) from tortus.edge where type = 'owned_by'").fetchone()
+    assert owned is not None and owned[0] >= 2  # both are owned_by the team
+    assert _relation(corpus, "Which database service does the Ledger API keep its payments in?") is None
+    team = _relation(corpus, "Which team owns the Ledger API?")
+    assert team is not None and team.labels[-1].startswith("Money Movement")
+
+
 CHAIN = {
     "inc-77.md": "# INC-77\n\nINC-77 was caused by Tollgate, whose disk filled up overnight.\n",
     "tollgate.md": "# Tollgate\n\nTollgate is the service that meters toll roads for the vans.\n"

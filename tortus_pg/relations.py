@@ -132,9 +132,15 @@ class Relation:
     title: Quote | None = None  # the end node's document title, quoted when it says what the edges do not
 
 
-# A chain ending on an alias (`same_as`) reaches nothing but another name of the thing before.
-_PATHS = """select path, edges, directions, types[cardinality(types)] from tortus.relation_paths(%s::bigint[], %s)
-            where types[cardinality(types)] <> 'same_as'"""
+# Not a chain ending on an alias (`same_as`: it reaches nothing but another name of the thing
+# before), nor one through a sibling: a hop along an edge and the next back along another of the
+# same type ("A owned_by T", "B owned_by T") relates A to B by sharing T, which no relation
+# question asks ("Which database does A keep its entries in?" is not answered by B).
+_PATHS = """
+select path, edges, directions, types[cardinality(types)] from tortus.relation_paths(%s::bigint[], %s)
+where types[cardinality(types)] <> 'same_as'
+  and not exists (select 1 from generate_subscripts(types, 1) i
+                  where i > 1 and types[i] = types[i - 1] and directions[i - 1] = 'out' and directions[i] = 'in')"""
 _EDGES = """
 select tortus.span_text(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char), s.uri, sp.start_char, sp.end_char,
        sp.page, tortus.chunk_at(sp.tenant_id, sp.source_id, sp.start_char, sp.end_char),
