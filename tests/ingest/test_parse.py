@@ -142,6 +142,27 @@ def test_html_main_content_keeps_headings_and_drops_boilerplate() -> None:
     assert "About" not in doc.text
 
 
+INCIDENT = b"""<html><head><title>INC-7: Stale rates</title></head><body>
+<nav><a href="/">Wiki</a> | <a href="/incidents">Incidents</a></nav>
+<h1>INC-7: Stale rates</h1>
+<table><tr><th>Severity</th><td>Sev2</td></tr><tr><th>Commander</th><td>Tomas Ibarra</td></tr></table>
+<h2>What happened</h2>
+<p>Invoices issued during the morning run used the exchange rates of the day before, because the
+rate feed had been paused by a failed credential rotation.</p>
+<h2>Follow-up</h2><p>Cached rates older than six hours now stop invoicing instead of being used.</p>
+<footer>Copyright Example Corp. All rights reserved.</footer></body></html>"""
+
+
+def test_a_plain_html_page_keeps_its_headings_and_key_value_header() -> None:
+    # No <main> or <article>: the page is still read whole but for its navigation and footer.
+    doc = parse_document(INCIDENT, name="inc-7.html")
+    assert doc.warnings == ()
+    head = "# INC-7: Stale rates\n\n- Severity: Sev2\n- Commander: Tomas Ibarra\n\n## What happened"
+    assert doc.text.startswith(head)
+    assert "## Follow-up\n\nCached rates older than six hours" in doc.text
+    assert "Incidents" not in doc.text and "Copyright" not in doc.text
+
+
 def test_html_without_main_content_falls_back_with_a_warning() -> None:
     page = b"<html><body><footer><h1>Welcome</h1><ul><li>first</li><li>second</li></ul></footer>"
     doc = parse_document(page, name="thin.html")
