@@ -142,7 +142,10 @@ def test_html_main_content_keeps_headings_and_drops_boilerplate() -> None:
     assert "About" not in doc.text
 
 
-INCIDENT = b"""<html><head><title>INC-7: Stale rates</title></head><body>
+# Pages holding their content in <body>, or little of it in a <div> after a <header>: the
+# main-content extractor kept their lines but not their headings, lists and key–value pairs.
+PLAIN_PAGES = [
+    (b"""<html><head><title>INC-7: Stale rates</title></head><body>
 <nav><a href="/">Wiki</a> | <a href="/incidents">Incidents</a></nav>
 <h1>INC-7: Stale rates</h1>
 <table><tr><th>Severity</th><td>Sev2</td></tr><tr><th>Commander</th><td>Tomas Ibarra</td></tr></table>
@@ -150,16 +153,24 @@ INCIDENT = b"""<html><head><title>INC-7: Stale rates</title></head><body>
 <p>Invoices issued during the morning run used the exchange rates of the day before, because the
 rate feed had been paused by a failed credential rotation.</p>
 <h2>Follow-up</h2><p>Cached rates older than six hours now stop invoicing instead of being used.</p>
-<footer>Copyright Example Corp. All rights reserved.</footer></body></html>"""
+<footer>Copyright Example Corp. All rights reserved.</footer></body></html>""",
+     "# INC-7: Stale rates\n\n- Severity: Sev2\n- Commander: Tomas Ibarra\n\n## What happened\n\nInvoices"),
+    (b"""<html><head><title>Payments API</title></head><body>
+<header><h1>Payments API</h1><p>Owned by the Money team</p></header>
+<div class="content"><h2>Limits</h2><p>Each merchant may send 50 requests per second.</p>
+<h2>Owner</h2><p>The Money team maintains it.</p></div>
+<aside><a href="/incidents">Incidents</a></aside>
+<footer>Copyright Example Corp. All rights reserved.</footer></body></html>""",
+     "# Payments API\n\nOwned by the Money team\n\n## Limits\n\nEach merchant may send 50 requests per second."),
+]
 
 
-def test_a_plain_html_page_keeps_its_headings_and_key_value_header() -> None:
-    # No <main> or <article>: the page is still read whole but for its navigation and footer.
-    doc = parse_document(INCIDENT, name="inc-7.html")
+@pytest.mark.parametrize(("page", "opening"), PLAIN_PAGES)
+def test_a_plain_html_page_keeps_its_headings_and_key_value_header(page: bytes, opening: str) -> None:
+    # Read whole but for its navigation, asides and footer.
+    doc = parse_document(page, name="page.html")
     assert doc.warnings == ()
-    head = "# INC-7: Stale rates\n\n- Severity: Sev2\n- Commander: Tomas Ibarra\n\n## What happened"
-    assert doc.text.startswith(head)
-    assert "## Follow-up\n\nCached rates older than six hours" in doc.text
+    assert doc.text.startswith(opening)
     assert "Incidents" not in doc.text and "Copyright" not in doc.text
 
 

@@ -39,9 +39,8 @@ def parse_html(data: bytes, name: str, limits: Limits, *, content_type: str | No
     charset needed replacement characters or the simple extractor was used."""
     notes: list[str] = []
     markup = _key_values_as_lists(_XML_INVALID.sub("", _decode(data, content_type, notes)))
-    text = _main_content(_contained(markup), notes)
-    if text is None:
-        text = html_to_text(markup)
+    text = _main_content(markup, notes)
+    text = html_to_text(markup) if text is None else _structured(markup, text)
     return Document(text=text, kind="html", title=_title(markup), warnings=tuple(notes))
 
 
@@ -169,40 +168,35 @@ def _definition_pairs(dl: Tag) -> list[tuple[str, list[str]]]:
     return [(key, values) for key, values in pairs if key or values]
 
 
-# A page's frame, around its content: kept out of the container `_contained` adds.
-_FRAME = frozenset({"nav", "header", "footer", "aside", "script", "style", "noscript", "template"})
+# What a page is read without when it is rendered whole: its frame, not its content.
+_FRAME = ("nav", "footer", "aside")
+_HEADING_LINE = re.compile(r"^#{1,6} ", re.M)
+# A page rendered whole that is this much longer than its main content holds more than a frame.
+_MOSTLY_CONTENT = 2.0
 
 
-def _contained(markup: str) -> str:
-    """The page with the content its <body> holds directly (headings, paragraphs, tables)
-    wrapped in one container, its frame left outside. The main-content extractor reads a
-    container as the content; without one it keeps a plain page's paragraphs but drops its title
-    heading, its section headings and its key–value header (an incident's severity, dates and
-    commander)."""
-    if not re.search(r"<body[\s>]", markup, re.I) or re.search(r"<(?:main|article)[\s>]", markup, re.I):
-        return markup
+def _structured(markup: str, text: str) -> str:
+    """`text`, the page's main content, unless the extractor lost the page's structure: on a
+    page that holds its content in <body> or in a <div> after a <header>, it keeps lines without
+    headings, list items or key–value pairs (an incident's title, sections, severity and
+    commander). Then the page rendered whole but for its navigation, footers and asides, when
+    that is mostly the same content."""
+    if _HEADING_LINE.search(text):
+        return text
     soup = _soup(markup)
-    body = soup.body
-    if body is None:
-        return markup
-    content = [c for c in body.contents if not (isinstance(c, Tag) and c.name in _FRAME)]
-    if not any(isinstance(c, Tag) and (c.name in _HEADINGS or c.name in ("p", "table", "ul", "ol")) for c in content):
-        return markup
-    container = soup.new_tag("div")
-    content[0].insert_before(container)
-    for child in content:
-        container.append(child.extract())
-    return str(soup)
+    for tag in soup.find_all(_FRAME):
+        tag.decompose()
+    whole = html_to_text(str(soup))
+    if _HEADING_LINE.search(whole) and len(whole) <= _MOSTLY_CONTENT * len(text):
+        return whole
+    return text
 
 
 def _main_content(markup: str, notes: list[str]) -> str | None:
-    """The page's main content as markdown, recall favoured: what a container holds is read
-    whole but for the navigation and footers around it."""
     try:
         text = trafilatura.extract(
             markup,
             output_format="markdown",
-            favor_recall=True,
             include_tables=True,
             include_links=False,
             include_comments=False,

@@ -29,7 +29,7 @@ from tortus_pg.ingest.types import Chunk, Concept, Document, Extraction
 Status = Literal["ingested", "updated", "unchanged"]
 # Raised whenever what ingestion derives from a source changes, so stored evaluation snapshots
 # built by an older version are ingested again rather than reused.
-GRAPH_VERSION = 16
+GRAPH_VERSION = 17
 MENTION_WEIGHT = 0.6
 # The context is indexed this many times: a field weight, as BM25F gives titles and headings.
 HEADING_BOOST = 2
