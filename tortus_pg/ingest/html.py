@@ -48,8 +48,11 @@ def html_to_text(markup: str) -> str:
     """Render HTML as text with BeautifulSoup: h1..h6 become `#` lines, blocks are
     separated by blank lines, list items and table rows get a line each; script, style
     and navigation are dropped."""
-    soup = _soup(markup)
+    return _rendered(_soup(markup))
 
+
+def _rendered(soup: BeautifulSoup) -> str:
+    """`html_to_text` of a parsed page."""
     blocks: list[tuple[str, str]] = []  # (text, group): adjacent items of a group share lines
     words: list[str] = []
 
@@ -186,7 +189,7 @@ def _structured(markup: str, text: str) -> str:
     soup = _soup(markup)
     for tag in soup.find_all(_FRAME):
         tag.decompose()
-    whole = html_to_text(str(soup))
+    whole = _rendered(soup)
     if _HEADING_LINE.search(whole) and len(whole) <= _MOSTLY_CONTENT * len(text):
         return whole
     return text
